@@ -1,0 +1,270 @@
+//! Builds the guest workspace in `sample-packs/` for `wasm32-wasip2` and
+//! assembles one directory per pack in `$OUT_DIR/packs/<name>/`:
+//! `pack.json` (with `x-wop.sha256` filled in) and `<name>.wasm`.
+//!
+//! The inner build uses its own target directory (`target/wasm-packs`) so it
+//! never waits on the outer build's lock, and runs with the outer build's
+//! environment scrubbed (rustflags, wrappers, jobserver, cfg/feature vars)
+//! so nothing meant for the host target leaks into the wasm build.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+use std::collections::BTreeSet;
+use std::env;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use sha2::{Digest, Sha256};
+
+/// The guest target.
+const TARGET: &str = "wasm32-wasip2";
+
+/// Pack groups: directory under `sample-packs/` and crate-name prefix.
+const GROUPS: &[(&str, &str)] = &[("samples", "wop_sample_"), ("testing", "wop_testing_")];
+
+/// Environment variables set by the outer cargo (or the user, for the outer
+/// build) that must not reach the inner wasm build.
+const SCRUB_EXACT: &[&str] = &[
+    "RUSTFLAGS",
+    "RUSTDOCFLAGS",
+    "RUSTC_WRAPPER",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "RUSTC_LINKER",
+    "MAKEFLAGS",
+    "MFLAGS",
+    "OUT_DIR",
+    "TARGET",
+    "HOST",
+    "PROFILE",
+    "OPT_LEVEL",
+    "DEBUG",
+    "NUM_JOBS",
+];
+
+/// `CARGO_*` variables the inner build may keep (registry/network/terminal
+/// configuration and the cargo binary itself); every other `CARGO_*`
+/// variable (`CARGO_ENCODED_RUSTFLAGS`, `CARGO_TARGET_DIR`, `CARGO_BUILD_*`,
+/// `CARGO_PROFILE_*`, `CARGO_MAKEFLAGS`, `CARGO_PRIMARY_PACKAGE`,
+/// `CARGO_CFG_*`, `CARGO_FEATURE_*`, `CARGO_PKG_*`, ...) is removed.
+const KEEP_CARGO: &[&str] = &[
+    "CARGO",
+    "CARGO_HOME",
+    "CARGO_NET_",
+    "CARGO_HTTP_",
+    "CARGO_REGISTRIES_",
+    "CARGO_REGISTRY_",
+    "CARGO_SOURCE_",
+    "CARGO_TERM_",
+];
+
+fn keep_cargo_var(name: &str) -> bool {
+    KEEP_CARGO
+        .iter()
+        .any(|k| name == *k || (k.ends_with('_') && name.starts_with(k)))
+}
+
+fn scrubbed(name: &str) -> bool {
+    SCRUB_EXACT.contains(&name)
+        || name.starts_with("DEP_")
+        || name.starts_with("__CARGO")
+        || (name.starts_with("CARGO_") && !keep_cargo_var(name))
+}
+
+fn main() {
+    let manifest_dir =
+        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let repo = manifest_dir
+        .parent()
+        .and_then(Path::parent)
+        .expect("runtime/test-packs lives two levels below the repository root")
+        .to_path_buf();
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let guest = repo.join("sample-packs");
+    let wasm_target_dir = repo.join("target").join("wasm-packs");
+
+    for path in [
+        guest.join("Cargo.toml"),
+        guest.join("Cargo.lock"),
+        guest.join("samples"),
+        guest.join("testing"),
+        repo.join("sdk").join("rust"),
+        repo.join("wit"),
+    ] {
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
+
+    check_target(&rustc);
+
+    // Build every guest crate.
+    let mut cmd = Command::new(&cargo);
+    cmd.arg("build")
+        .arg("--release")
+        .arg("--target")
+        .arg(TARGET)
+        .arg("--manifest-path")
+        .arg(guest.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&wasm_target_dir)
+        .current_dir(&guest)
+        // Cargo reads directives from a build script's stdout; keep the inner
+        // cargo's stdout out of it.
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    for (name, _) in env::vars_os() {
+        if let Some(name) = name.to_str()
+            && scrubbed(name)
+        {
+            cmd.env_remove(name);
+        }
+    }
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("could not run {cargo:?} to build the guest packs: {e}"));
+    eprint!("{}", String::from_utf8_lossy(&output.stdout));
+    if !output.status.success() {
+        panic!(
+            "building sample-packs for {TARGET} failed ({}); see the cargo output above. \
+             If the target is missing, run `rustup target add wasm32-wasip2`.",
+            output.status
+        );
+    }
+    let wasm_dir = wasm_target_dir.join(TARGET).join("release");
+
+    // Assemble $OUT_DIR/packs/<name>/.
+    let packs_dir = out_dir.join("packs");
+    if packs_dir.exists() {
+        fs::remove_dir_all(&packs_dir).expect("clear $OUT_DIR/packs");
+    }
+    let mut seen = BTreeSet::new();
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    let mut embedded = String::new();
+    for (group, prefix) in GROUPS {
+        let mut names: Vec<String> = fs::read_dir(guest.join(group))
+            .unwrap_or_else(|e| panic!("read sample-packs/{group}: {e}"))
+            .map(|entry| entry.expect("read_dir entry").path())
+            .filter(|p| p.join("Cargo.toml").is_file())
+            .map(|p| {
+                p.file_name()
+                    .expect("dir name")
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        names.sort();
+        for name in &names {
+            assert!(
+                seen.insert(name.clone()),
+                "pack name `{name}` is used twice"
+            );
+            let src = guest.join(group).join(name);
+            let wasm = wasm_dir.join(format!("{prefix}{}.wasm", name.replace('-', "_")));
+            let (manifest, wasm_file) = assemble(name, &src, &wasm, &packs_dir.join(name));
+            writeln!(
+                embedded,
+                "    ({name:?}, include_bytes!({:?}), include_bytes!({:?})),",
+                manifest.display(),
+                wasm_file.display()
+            )
+            .expect("write to String");
+        }
+        groups.push(names);
+    }
+
+    let list = |names: &[String]| {
+        names
+            .iter()
+            .map(|n| format!("{n:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let generated = format!(
+        "/// The sample packs (directories under `sample-packs/samples/`), sorted.\n\
+         pub const SAMPLES: &[&str] = &[{}];\n\n\
+         /// The adversarial testing packs (directories under\n\
+         /// `sample-packs/testing/`), sorted.\n\
+         pub const TESTING: &[&str] = &[{}];\n\n\
+         /// (name, assembled `pack.json`, component bytes) of every pack.\n\
+         static EMBEDDED: &[(&str, &[u8], &[u8])] = &[\n{embedded}];\n",
+        list(&groups[0]),
+        list(&groups[1]),
+    );
+    fs::write(out_dir.join("packs.rs"), generated).expect("write $OUT_DIR/packs.rs");
+}
+
+/// Fail with the `rustup` hint when the standard library for [`TARGET`] is
+/// not installed.
+fn check_target(rustc: &std::ffi::OsStr) {
+    let output = Command::new(rustc)
+        .args(["--print", "target-libdir", "--target", TARGET])
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .output();
+    let installed = match output {
+        Ok(o) if o.status.success() => {
+            let libdir = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+            Path::new(&libdir).is_dir()
+                && fs::read_dir(&libdir)
+                    .map(|mut d| {
+                        d.any(|e| {
+                            e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("libcore-"))
+                        })
+                    })
+                    .unwrap_or(false)
+        }
+        _ => false,
+    };
+    if !installed {
+        panic!(
+            "the Rust standard library for {TARGET} is not installed; \
+             run `rustup target add wasm32-wasip2` and build again"
+        );
+    }
+}
+
+/// Copy one pack into `dest`: the component as `<name>.wasm` and `pack.json`
+/// with `x-wop.sha256` set to the component's lowercase hex SHA-256. Returns
+/// the two destination paths.
+fn assemble(name: &str, src: &Path, wasm: &Path, dest: &Path) -> (PathBuf, PathBuf) {
+    let manifest_path = src.join("pack.json");
+    let text = fs::read_to_string(&manifest_path)
+        .unwrap_or_else(|e| panic!("read {}: {e}", manifest_path.display()));
+    let mut manifest: serde_json::Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("parse {}: {e}", manifest_path.display()));
+    assert_eq!(
+        manifest["name"].as_str(),
+        Some(name),
+        "{}: `name` must be the pack directory name",
+        manifest_path.display()
+    );
+    let entry = format!("{name}.wasm");
+    assert_eq!(
+        manifest["runtime"]["entry"].as_str(),
+        Some(entry.as_str()),
+        "{}: `runtime.entry` must be `{entry}`",
+        manifest_path.display()
+    );
+
+    let bytes = fs::read(wasm).unwrap_or_else(|e| panic!("read {}: {e}", wasm.display()));
+    let digest = Sha256::digest(&bytes);
+    let sha256 = digest.iter().fold(String::with_capacity(64), |mut s, b| {
+        write!(s, "{b:02x}").expect("write to String");
+        s
+    });
+    let x_wop = manifest
+        .get_mut("x-wop")
+        .and_then(serde_json::Value::as_object_mut)
+        .unwrap_or_else(|| panic!("{}: missing `x-wop` object", manifest_path.display()));
+    x_wop.insert("sha256".to_owned(), serde_json::Value::String(sha256));
+
+    fs::create_dir_all(dest).unwrap_or_else(|e| panic!("create {}: {e}", dest.display()));
+    let wasm_dest = dest.join(&entry);
+    fs::write(&wasm_dest, &bytes).unwrap_or_else(|e| panic!("write {}: {e}", wasm_dest.display()));
+    let manifest_dest = dest.join("pack.json");
+    let mut json = serde_json::to_string_pretty(&manifest).expect("serialize pack.json");
+    json.push('\n');
+    fs::write(&manifest_dest, json)
+        .unwrap_or_else(|e| panic!("write {}: {e}", manifest_dest.display()));
+    (manifest_dest, wasm_dest)
+}

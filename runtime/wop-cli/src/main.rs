@@ -1,0 +1,361 @@
+//! `wop`: run, inspect and demo OpenWOP node packs in the wop sandbox.
+
+mod demo;
+mod output;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use wop_runtime::{InvokeRequest, Policy, Principal, RunContext, Runtime, RuntimeConfig};
+
+/// Exit codes, distinct per failure class.
+pub(crate) mod exit {
+    /// Something went wrong in wop itself.
+    pub const INTERNAL: u8 = 1;
+    /// Bad flags, input or policy.
+    pub const USAGE: u8 = 2;
+    /// The pack was refused at load (validation, integrity, escape, grant).
+    pub const PACK_REJECTED: u8 = 3;
+    /// The pack loaded but the node failed.
+    pub const NODE_FAILED: u8 = 4;
+}
+
+#[derive(Parser)]
+#[command(
+    name = "wop",
+    version,
+    about = "Run untrusted OpenWOP node packs as sandboxed WebAssembly"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one node of a pack and print its outcome, events and usage.
+    Run(Box<RunArgs>),
+    /// Show a pack's nodes, imports, requested vs granted capabilities and limits.
+    Inspect(InspectArgs),
+    /// A short tour of the sandbox using the bundled sample packs.
+    Demo(DemoArgs),
+    /// Assemble a runnable pack directory from a pack.json template and a
+    /// built component: copies the component and fills in `x-wop.sha256`.
+    Pack(PackArgs),
+}
+
+#[derive(Args)]
+struct PackArgs {
+    /// The pack's source directory, holding the pack.json template.
+    src: PathBuf,
+    /// The built component, e.g. target/wasm32-wasip2/release/my_pack.wasm.
+    #[arg(long)]
+    wasm: PathBuf,
+    /// Where to write the pack directory (it becomes <out>/<name>/).
+    #[arg(long, default_value = "dist")]
+    out: PathBuf,
+}
+
+#[derive(Args)]
+struct Common {
+    /// Operator policy (TOML). Default: default limits, no grants.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// Compile cache directory. Default: $WOP_CACHE_DIR, else $XDG_CACHE_HOME/wop, else ~/.cache/wop.
+    #[arg(long)]
+    cache_dir: Option<PathBuf>,
+    /// Do not use an on-disk compile cache.
+    #[arg(long)]
+    no_cache: bool,
+    /// Print one JSON document instead of human output.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// The pack directory (holding pack.json).
+    pack_dir: PathBuf,
+    /// The node type to run.
+    type_id: String,
+    /// Inputs: a JSON value, or @file to read one.
+    #[arg(long, default_value = "{}")]
+    input: String,
+    /// Node configuration: a JSON value, or @file.
+    #[arg(long, default_value = "{}")]
+    config: String,
+    /// Resume value after a suspended outcome: JSON or @file.
+    #[arg(long)]
+    resume: Option<String>,
+    #[arg(long, default_value = "run-local")]
+    run_id: String,
+    #[arg(long, default_value = "node-1")]
+    node_id: String,
+    #[arg(long, default_value = "default")]
+    tenant: String,
+    #[arg(long, default_value_t = 1)]
+    attempt: u32,
+    /// Principal id on whose behalf the node runs.
+    #[arg(long, default_value = "core.system")]
+    principal: String,
+    /// Principal scopes (repeatable or comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    scopes: Vec<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args)]
+struct InspectArgs {
+    /// The pack directory.
+    pack_dir: PathBuf,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args)]
+struct DemoArgs {
+    /// Print one JSON document per step instead of the story.
+    #[arg(long)]
+    json: bool,
+}
+
+/// An error with the exit code it maps to.
+pub(crate) struct Failure {
+    pub code: u8,
+    pub error: anyhow::Error,
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure {
+            code: exit::INTERNAL,
+            error: e.into(),
+        }
+    }
+}
+
+pub(crate) fn usage(e: impl Into<anyhow::Error>) -> Failure {
+    Failure {
+        code: exit::USAGE,
+        error: e.into(),
+    }
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("WOP_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("wop: cannot start the async runtime: {e}");
+            return ExitCode::from(exit::INTERNAL);
+        }
+    };
+    let result = rt.block_on(async {
+        match cli.command {
+            Command::Run(a) => run(*a).await,
+            Command::Inspect(a) => inspect(a).await,
+            Command::Demo(a) => demo::demo(a.json).await,
+            Command::Pack(a) => pack(a).await,
+        }
+    });
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            eprintln!("wop: {:#}", f.error);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+pub(crate) fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("WOP_CACHE_DIR") {
+        return Some(d.into());
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(d).join("wop"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("wop"))
+}
+
+fn runtime(c: &Common) -> Result<Runtime, Failure> {
+    let policy = match &c.policy {
+        Some(p) => Policy::from_file(p).map_err(usage)?,
+        None => Policy::default(),
+    };
+    let mut cfg = RuntimeConfig::new();
+    cfg.policy(policy);
+    if !c.no_cache
+        && let Some(d) = c.cache_dir.clone().or_else(default_cache_dir)
+    {
+        cfg.cache_dir(d);
+    }
+    Ok(Runtime::new(&cfg)?)
+}
+
+fn json_arg(what: &str, raw: &str) -> Result<Value, Failure> {
+    let text = match raw.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read --{what} file {path}"))
+            .map_err(usage)?,
+        None => raw.to_owned(),
+    };
+    serde_json::from_str(&text)
+        .with_context(|| format!("--{what} is not valid JSON (pass a JSON value or @file)"))
+        .map_err(usage)
+}
+
+fn rejected(dir: &Path, e: &wop_runtime::LoadError, json: bool) -> Failure {
+    if json {
+        let doc = serde_json::json!({
+            "pack": dir.display().to_string(),
+            "loaded": false,
+            "error": e.to_node_error(),
+        });
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+    }
+    Failure {
+        code: exit::PACK_REJECTED,
+        error: anyhow::anyhow!("pack {} refused: {e}", dir.display()),
+    }
+}
+
+async fn run(a: RunArgs) -> Result<u8, Failure> {
+    let inputs = json_arg("input", &a.input)?;
+    let config = json_arg("config", &a.config)?;
+    let resume = a
+        .resume
+        .as_deref()
+        .map(|r| json_arg("resume", r))
+        .transpose()?;
+    let rt = runtime(&a.common)?;
+    if let Err(e) = rt.load_pack(&a.pack_dir).await {
+        return Err(rejected(&a.pack_dir, &e, a.common.json));
+    }
+    let req = InvokeRequest {
+        type_id: a.type_id,
+        inputs,
+        config,
+        resume,
+        context: RunContext {
+            run_id: a.run_id,
+            node_id: a.node_id,
+            tenant_id: a.tenant.clone(),
+            attempt: a.attempt,
+        },
+        principal: Principal {
+            id: a.principal,
+            tenant: a.tenant,
+            scopes: a.scopes,
+        },
+    };
+    let report = rt.invoke(req).await;
+    if a.common.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        output::print_report(&report);
+    }
+    Ok(if report.outcome.is_ok() {
+        0
+    } else {
+        exit::NODE_FAILED
+    })
+}
+
+async fn inspect(a: InspectArgs) -> Result<u8, Failure> {
+    let rt = runtime(&a.common)?;
+    let insp = match rt.inspect_pack(&a.pack_dir).await {
+        Ok(i) => i,
+        Err(e) => return Err(rejected(&a.pack_dir, &e, a.common.json)),
+    };
+    if a.common.json {
+        println!("{}", serde_json::to_string_pretty(&insp)?);
+    } else {
+        output::print_inspection(&insp);
+    }
+    Ok(if insp.refusal.is_some() {
+        exit::PACK_REJECTED
+    } else {
+        0
+    })
+}
+
+async fn pack(a: PackArgs) -> Result<u8, Failure> {
+    use sha2::Digest;
+    let template = a.src.join("pack.json");
+    let text = std::fs::read_to_string(&template)
+        .with_context(|| format!("cannot read {}", template.display()))
+        .map_err(usage)?;
+    let mut manifest: Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON", template.display()))
+        .map_err(usage)?;
+    let name = manifest["name"]
+        .as_str()
+        .ok_or_else(|| {
+            usage(anyhow::anyhow!(
+                "{}: $.name is required",
+                template.display()
+            ))
+        })?
+        .to_owned();
+    let entry = manifest["runtime"]["entry"]
+        .as_str()
+        .ok_or_else(|| {
+            usage(anyhow::anyhow!(
+                "{}: $.runtime.entry is required",
+                template.display()
+            ))
+        })?
+        .to_owned();
+    wop_runtime::manifest::check_relative_path(&entry, "$.runtime.entry").map_err(usage)?;
+    let wasm = std::fs::read(&a.wasm)
+        .with_context(|| format!("cannot read the component {}", a.wasm.display()))
+        .map_err(usage)?;
+    let sha = hex::encode(sha2::Sha256::digest(&wasm));
+    match manifest.get_mut("x-wop") {
+        Some(Value::Object(block)) => {
+            block.insert("sha256".to_owned(), Value::String(sha.clone()));
+        }
+        _ => {
+            return Err(usage(anyhow::anyhow!(
+                "{}: $.x-wop is required (it holds the sha256 and the capabilities the pack requests)",
+                template.display()
+            )));
+        }
+    }
+    let dir = a.out.join(&name);
+    let entry_path = dir.join(&entry);
+    if let Some(parent) = entry_path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(&entry_path, &wasm)?;
+    std::fs::write(
+        dir.join("pack.json"),
+        serde_json::to_string_pretty(&manifest)? + "\n",
+    )?;
+    let rt = Runtime::new(&RuntimeConfig::new())?;
+    match rt.inspect_pack(&dir).await {
+        Ok(insp) => {
+            println!("packed {} (sha256 {sha})", dir.display());
+            output::print_inspection(&insp);
+            Ok(if insp.refusal.is_some() {
+                exit::PACK_REJECTED
+            } else {
+                0
+            })
+        }
+        Err(e) => Err(rejected(&dir, &e, false)),
+    }
+}

@@ -1,0 +1,79 @@
+//! The process-wide wasmtime [`Engine`]: pooling allocator, fuel metering,
+//! and no epoch interruption (see `docs/decisions/0001-wall-clock.md`: the
+//! wall clock is enforced by async fuel yields plus a deadline).
+
+use crate::error::ConfigError;
+use sha2::{Digest, Sha256};
+use std::sync::OnceLock;
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
+
+/// Fuel units between two cooperative yields to the async executor. Small
+/// enough that a deadline is noticed within well under a millisecond of
+/// guest execution, large enough that yields cost nothing measurable.
+pub(crate) const FUEL_YIELD_INTERVAL: u64 = 100_000;
+
+/// Concurrent invocations (component instances) the pool holds.
+const POOL_COMPONENT_INSTANCES: u32 = 1000;
+/// Core instances per component: componentized Python needs more than 16.
+const POOL_CORE_INSTANCES_PER_COMPONENT: u32 = 128;
+/// Memories/tables per component.
+const POOL_MEMORIES_PER_COMPONENT: u32 = 16;
+const POOL_TABLES_PER_COMPONENT: u32 = 64;
+/// Largest linear memory the pool reserves room for (the policy's
+/// `memoryBytes` ceiling is enforced below this by the store limiter).
+const POOL_MAX_MEMORY_BYTES: usize = 4 << 30;
+/// Guest stack: 1 MiB of wasm stack on a 2 MiB host fiber stack.
+const MAX_WASM_STACK: usize = 1 << 20;
+const ASYNC_STACK: usize = 2 << 20;
+
+fn config() -> Config {
+    let mut c = Config::new();
+    c.wasm_component_model(true)
+        .consume_fuel(true)
+        .epoch_interruption(false)
+        .max_wasm_stack(MAX_WASM_STACK)
+        .async_stack_size(ASYNC_STACK)
+        .cranelift_opt_level(OptLevel::Speed)
+        .parallel_compilation(true);
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(POOL_COMPONENT_INSTANCES)
+        .total_core_instances(POOL_COMPONENT_INSTANCES * 4)
+        .total_memories(POOL_COMPONENT_INSTANCES * 2)
+        .total_tables(POOL_COMPONENT_INSTANCES * 4)
+        .total_stacks(POOL_COMPONENT_INSTANCES)
+        .max_core_instances_per_component(POOL_CORE_INSTANCES_PER_COMPONENT)
+        .max_memories_per_component(POOL_MEMORIES_PER_COMPONENT)
+        .max_tables_per_component(POOL_TABLES_PER_COMPONENT)
+        .max_memory_size(POOL_MAX_MEMORY_BYTES);
+    c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    c
+}
+
+/// The one engine of this process (created on first use).
+pub(crate) fn engine() -> Result<&'static Engine, ConfigError> {
+    static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
+    ENGINE
+        .get_or_init(|| Engine::new(&config()).map_err(|e| format!("{e:#}")))
+        .as_ref()
+        .map_err(|e| ConfigError::Engine(e.clone()))
+}
+
+/// A stable fingerprint of everything in the engine that affects compiled
+/// code (wasmtime version, target, tunables, features): part of the compile
+/// cache key, so an artifact is never loaded into an incompatible engine.
+pub(crate) fn fingerprint(engine: &Engine) -> String {
+    use std::hash::{Hash, Hasher};
+    struct ShaHasher(Sha256);
+    impl Hasher for ShaHasher {
+        fn finish(&self) -> u64 {
+            0 // unused: we take the full digest below
+        }
+        fn write(&mut self, bytes: &[u8]) {
+            self.0.update(bytes);
+        }
+    }
+    let mut h = ShaHasher(Sha256::new());
+    engine.precompile_compatibility_hash().hash(&mut h);
+    h.write(b"wop-engine-v1");
+    hex::encode(&h.0.finalize()[..16])
+}

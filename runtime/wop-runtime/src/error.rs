@@ -1,0 +1,276 @@
+//! Protocol error codes and the typed errors of the runtime.
+//!
+//! Every failure a caller can see carries an OpenWOP error code
+//! ([`ErrorCode`]) so hosts can act on it without parsing messages.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// OpenWOP error codes the runtime emits (exact protocol strings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The pack touched a host facility outside its sandbox (detected before it ran).
+    SandboxEscapeAttempt,
+    /// The pack imports or calls a host capability that was not granted.
+    SandboxCapabilityDenied,
+    /// Linear memory (or a table) grew past the cap, or an out-of-bounds access.
+    SandboxMemoryExceeded,
+    /// Fuel or wall clock ran out.
+    SandboxTimeout,
+    /// Anything else that went wrong inside the sandbox.
+    SandboxInvocationError,
+    /// The manifest or the pack layout is invalid.
+    PackValidationFailed,
+    /// The entry's sha256 does not match the manifest.
+    PackIntegrityMismatch,
+    /// The pack's signature is invalid.
+    PackSignatureInvalid,
+    /// The pack's runtime language or format is not supported here.
+    UnsupportedRuntime,
+    /// Authorization denied.
+    Forbidden,
+    /// No such thing for this caller.
+    NotFound,
+    /// Too many calls; retry later.
+    RateLimited,
+    /// Malformed input.
+    ValidationError,
+    /// Egress refused by policy or the SSRF guard.
+    EgressDenied,
+    /// A run budget would be exceeded.
+    BudgetExhausted,
+    /// The pack's own agent loop ran too many rounds.
+    LoopLimitExceeded,
+    /// The run's wall clock ran out.
+    RunTimeout,
+    /// A bug or an unexpected condition in the host.
+    InternalError,
+}
+
+impl ErrorCode {
+    /// The protocol string, e.g. `sandbox_timeout`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SandboxEscapeAttempt => "sandbox_escape_attempt",
+            Self::SandboxCapabilityDenied => "sandbox_capability_denied",
+            Self::SandboxMemoryExceeded => "sandbox_memory_exceeded",
+            Self::SandboxTimeout => "sandbox_timeout",
+            Self::SandboxInvocationError => "sandbox_invocation_error",
+            Self::PackValidationFailed => "pack_validation_failed",
+            Self::PackIntegrityMismatch => "pack_integrity_mismatch",
+            Self::PackSignatureInvalid => "pack_signature_invalid",
+            Self::UnsupportedRuntime => "unsupported_runtime",
+            Self::Forbidden => "forbidden",
+            Self::NotFound => "not_found",
+            Self::RateLimited => "rate_limited",
+            Self::ValidationError => "validation_error",
+            Self::EgressDenied => "egress_denied",
+            Self::BudgetExhausted => "budget_exhausted",
+            Self::LoopLimitExceeded => "loop_limit_exceeded",
+            Self::RunTimeout => "run_timeout",
+            Self::InternalError => "internal_error",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who decided that a node failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureSource {
+    /// The pack returned this error itself; `code` is the pack's own string.
+    Pack,
+    /// The runtime classified the failure (a limit, a trap, a denial).
+    Runtime,
+}
+
+/// A node failure as reported to the host: a protocol error plus who raised it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeError {
+    /// OpenWOP error code; for [`FailureSource::Pack`] the pack's own string.
+    pub code: String,
+    /// A message for people.
+    pub message: String,
+    /// Machine-readable details (a JSON object), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    /// Whether the pack or the runtime raised this error.
+    pub source: FailureSource,
+}
+
+impl NodeError {
+    /// A runtime-classified error with `details` built from key/value pairs.
+    pub fn runtime(
+        code: ErrorCode,
+        message: impl Into<String>,
+        details: Map<String, Value>,
+    ) -> Self {
+        Self {
+            code: code.as_str().to_owned(),
+            message: message.into(),
+            details: if details.is_empty() {
+                None
+            } else {
+                Some(Value::Object(details))
+            },
+            source: FailureSource::Runtime,
+        }
+    }
+
+    /// The value of `details[key]`, if present.
+    pub fn detail(&self, key: &str) -> Option<&Value> {
+        self.details.as_ref()?.get(key)
+    }
+}
+
+impl std::fmt::Display for NodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for NodeError {}
+
+/// Builds a `details` map: `details!{"cause" => "fuel", "limit" => 10}`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! details {
+    ($($k:expr => $v:expr),* $(,)?) => {{
+        #[allow(unused_mut)]
+        let mut m = ::serde_json::Map::new();
+        $( m.insert(($k).to_string(), ::serde_json::json!($v)); )*
+        m
+    }};
+}
+
+/// Why a pack could not be loaded. Each variant maps to one protocol code.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The manifest or layout is invalid; `path` is the JSON path (or file) at fault.
+    #[error("pack_validation_failed at {path}: {message}")]
+    Validation {
+        /// JSON path of the offending field (e.g. `$.nodes[0].typeId`), or a file name.
+        path: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// The entry's sha256 does not match `x-wop.sha256`.
+    #[error("pack_integrity_mismatch: {entry} has sha256 {actual}, the manifest says {expected}")]
+    Integrity {
+        /// The entry file.
+        entry: String,
+        /// The digest in the manifest.
+        expected: String,
+        /// The digest of the file on disk.
+        actual: String,
+    },
+    /// The runtime language/format is not supported.
+    #[error("unsupported_runtime: {0}")]
+    Unsupported(String),
+    /// The pack imports a host facility that would escape the sandbox.
+    #[error(
+        "sandbox_escape_attempt ({kind}): the pack imports `{import}`, which is never granted to packs"
+    )]
+    Escape {
+        /// `host-fs-escape`, `host-env-leak`, `network-escape` or `host-process-escape`.
+        kind: &'static str,
+        /// The import name.
+        import: String,
+    },
+    /// The pack imports a capability that was not granted.
+    #[error("sandbox_capability_denied: the pack imports `{import}`{}", grant_hint(.grant))]
+    CapabilityDenied {
+        /// The import name.
+        import: String,
+        /// The grant that would allow it, if there is one.
+        grant: Option<String>,
+    },
+    /// The compiled component is not a valid pack (bad wasm, missing exports,
+    /// or `describe()` failed).
+    #[error("{code}: {message}")]
+    Component {
+        /// Protocol code (`pack_validation_failed` or a sandbox code from describe()).
+        code: ErrorCode,
+        /// What went wrong.
+        message: String,
+    },
+    /// Host-side I/O failed (cache directory, pack directory).
+    #[error("internal_error: {0}")]
+    Io(String),
+}
+
+fn grant_hint(grant: &Option<String>) -> String {
+    match grant {
+        Some(g) => format!(
+            " but the operator did not grant `{g}` to this pack (request it in pack.json `x-wop.capabilities` and grant it in the policy under [packs.<name>] capabilities)"
+        ),
+        None => " which this runtime does not provide to packs".to_owned(),
+    }
+}
+
+impl LoadError {
+    /// The protocol code of this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::Validation { .. } => ErrorCode::PackValidationFailed,
+            Self::Integrity { .. } => ErrorCode::PackIntegrityMismatch,
+            Self::Unsupported(_) => ErrorCode::UnsupportedRuntime,
+            Self::Escape { .. } => ErrorCode::SandboxEscapeAttempt,
+            Self::CapabilityDenied { .. } => ErrorCode::SandboxCapabilityDenied,
+            Self::Component { code, .. } => *code,
+            Self::Io(_) => ErrorCode::InternalError,
+        }
+    }
+
+    /// Protocol `details` for this error.
+    pub fn details(&self) -> Map<String, Value> {
+        match self {
+            Self::Validation { path, .. } => crate::details! {"path" => path},
+            Self::Integrity {
+                entry,
+                expected,
+                actual,
+            } => crate::details! {"entry" => entry, "expected" => expected, "actual" => actual},
+            Self::Escape { kind, import } => {
+                crate::details! {"escapeKind" => kind, "import" => import}
+            }
+            Self::CapabilityDenied { import, .. } => {
+                crate::details! {"requestedCapability" => import}
+            }
+            Self::Unsupported(_) | Self::Component { .. } | Self::Io(_) => Map::new(),
+        }
+    }
+
+    /// This error as a runtime-sourced [`NodeError`].
+    pub fn to_node_error(&self) -> NodeError {
+        NodeError::runtime(self.code(), self.to_string(), self.details())
+    }
+
+    pub(crate) fn validation(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Validation {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Errors building a [`crate::Runtime`] or reading a policy.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The policy file is invalid; the message names the field.
+    #[error("invalid policy: {0}")]
+    Policy(String),
+    /// The engine could not be created.
+    #[error("cannot create the wasm engine: {0}")]
+    Engine(String),
+    /// An I/O error (cache directory, policy file).
+    #[error("{0}")]
+    Io(String),
+}

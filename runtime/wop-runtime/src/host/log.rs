@@ -1,0 +1,43 @@
+//! `openwop:node-pack/log`: lines into the bounded invocation log.
+
+use crate::bindings::log::{Host, Level};
+use crate::events::LogLevel;
+use crate::state::{HostState, with_log};
+
+impl Host for HostState {
+    fn log(
+        &mut self,
+        level: Level,
+        message: String,
+        fields: Option<String>,
+    ) -> wasmtime::Result<()> {
+        self.count("log");
+        // A message is capped per line (cut, not a trap); fields count
+        // against the argument cap because they are parsed.
+        if let Some(f) = &fields {
+            self.check_arg(f.len())?;
+        }
+        let level = match level {
+            Level::Debug => LogLevel::Debug,
+            Level::Info => LogLevel::Info,
+            Level::Warn => LogLevel::Warn,
+            Level::Error => LogLevel::Error,
+        };
+        let fields = match fields.map(|f| serde_json::from_str::<serde_json::Value>(&f)) {
+            None => None,
+            Some(Ok(v)) if v.is_object() => Some(v),
+            Some(_) => {
+                with_log(&self.log, |l| {
+                    l.log(
+                        LogLevel::Warn,
+                        "[wop] log fields dropped: they must be a JSON object",
+                        None,
+                    )
+                });
+                None
+            }
+        };
+        with_log(&self.log, |l| l.log(level, &message, fields));
+        Ok(())
+    }
+}

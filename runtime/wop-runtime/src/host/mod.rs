@@ -1,0 +1,42 @@
+//! Host side of the WIT imports: one module per interface, each small.
+//! Every module translates WIT ⇄ domain; policy lives below (gate, policy).
+
+mod clock;
+mod http;
+mod log;
+mod mcp;
+mod random;
+mod tools;
+pub(crate) mod wasi;
+
+use crate::bindings::{NodePack, types};
+use crate::state::HostState;
+use wasmtime::component::{HasSelf, Linker};
+
+impl types::Host for HostState {}
+
+/// Builds the linker shared by every component pack: WASI with no ambient
+/// authority (no sockets at all) plus the `openwop:node-pack` imports.
+pub(crate) fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<HostState>> {
+    let mut l = Linker::new(engine);
+    wasi::add_to_linker(&mut l)?;
+    NodePack::add_to_linker::<HostState, HasSelf<HostState>>(&mut l, |s| s)?;
+    Ok(l)
+}
+
+/// Builds an `error-info` value.
+pub(crate) fn error_info(
+    code: crate::error::ErrorCode,
+    message: impl Into<String>,
+    details: serde_json::Value,
+) -> types::ErrorInfo {
+    types::ErrorInfo {
+        code: code.as_str().to_owned(),
+        message: message.into(),
+        details: if details.is_null() {
+            None
+        } else {
+            Some(details.to_string())
+        },
+    }
+}

@@ -1,0 +1,137 @@
+//! Per-invocation limits: the operator's ceilings, a pack's requests, and
+//! the effective values (requests clamped to ceilings). Pure data.
+
+use serde::{Deserialize, Serialize};
+
+/// Limits applied to one invocation. Every field is enforced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Limits {
+    /// Maximum linear memory per memory, in bytes. Default 64 MiB.
+    pub memory_bytes: u64,
+    /// Fuel (deterministic instruction budget) per invocation. Default 10^10.
+    pub fuel: u64,
+    /// Wall clock per invocation, in milliseconds. Default 30 s.
+    pub wall_clock_ms: u64,
+    /// Maximum elements per table. Default 100 000.
+    pub table_elements: u64,
+    /// Maximum core/component instances per invocation (>= 64: componentized
+    /// Python needs more than 16). Default 128.
+    pub instances: u64,
+    /// Maximum memories and tables per invocation. Default 128.
+    pub memories_and_tables: u64,
+    /// Maximum size of the node's output JSON, in bytes. Default 4 MiB.
+    pub output_bytes: u64,
+    /// Maximum bytes of log text (log interface + stdout + stderr) kept per
+    /// invocation; the rest is dropped and counted. Default 256 KiB.
+    pub log_bytes: u64,
+    /// Maximum size of one log message, in bytes. Default 16 KiB.
+    pub log_line_bytes: u64,
+    /// Maximum number of host resources (streams, handles) a pack may hold
+    /// at once. Default 1024.
+    pub resource_entries: u64,
+    /// Maximum size of one string or list a pack passes into a host call
+    /// (tool arguments, fetch bodies), in bytes. Default 1 MiB.
+    pub host_arg_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            memory_bytes: 64 << 20,
+            fuel: 10_000_000_000,
+            wall_clock_ms: 30_000,
+            table_elements: 100_000,
+            instances: 128,
+            memories_and_tables: 128,
+            output_bytes: 4 << 20,
+            log_bytes: 256 << 10,
+            log_line_bytes: 16 << 10,
+            resource_entries: 1024,
+            host_arg_bytes: 1 << 20,
+        }
+    }
+}
+
+/// What a pack's manifest may request (`x-wop.limits`). Each request is
+/// clamped to the operator's ceiling; a request can only tighten a limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LimitRequest {
+    /// Requested memory cap in bytes.
+    pub memory_bytes: Option<u64>,
+    /// Requested fuel per invocation.
+    pub fuel: Option<u64>,
+    /// Requested wall clock in milliseconds.
+    pub wall_clock_ms: Option<u64>,
+    /// Requested output cap in bytes.
+    pub output_bytes: Option<u64>,
+}
+
+/// One limit whose request was clamped, for `wop inspect`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Clamp {
+    /// The limit's name.
+    pub limit: &'static str,
+    /// What the pack asked for.
+    pub requested: u64,
+    /// What it got.
+    pub granted: u64,
+}
+
+impl Limits {
+    /// Applies a pack's request: each requested value is taken if it is
+    /// within the ceiling (`self`), otherwise the ceiling is kept and the
+    /// clamp is reported.
+    pub fn apply(&self, req: &LimitRequest) -> (Limits, Vec<Clamp>) {
+        let mut out = *self;
+        let mut clamps = Vec::new();
+        let mut one = |name: &'static str, slot: &mut u64, ask: Option<u64>| {
+            if let Some(ask) = ask {
+                if ask <= *slot {
+                    *slot = ask;
+                } else {
+                    clamps.push(Clamp {
+                        limit: name,
+                        requested: ask,
+                        granted: *slot,
+                    });
+                }
+            }
+        };
+        one("memoryBytes", &mut out.memory_bytes, req.memory_bytes);
+        one("fuel", &mut out.fuel, req.fuel);
+        one("wallClockMs", &mut out.wall_clock_ms, req.wall_clock_ms);
+        one("outputBytes", &mut out.output_bytes, req.output_bytes);
+        (out, clamps)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_tighten_but_never_loosen() {
+        let ceiling = Limits::default();
+        let (l, clamps) = ceiling.apply(&LimitRequest {
+            memory_bytes: Some(1 << 20),
+            fuel: Some(u64::MAX),
+            wall_clock_ms: None,
+            output_bytes: Some(0),
+        });
+        assert_eq!(l.memory_bytes, 1 << 20);
+        assert_eq!(l.fuel, ceiling.fuel);
+        assert_eq!(l.wall_clock_ms, ceiling.wall_clock_ms);
+        assert_eq!(l.output_bytes, 0);
+        assert_eq!(
+            clamps,
+            vec![Clamp {
+                limit: "fuel",
+                requested: u64::MAX,
+                granted: ceiling.fuel
+            }]
+        );
+    }
+}

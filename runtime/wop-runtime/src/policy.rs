@@ -1,0 +1,203 @@
+//! The operator policy: one TOML file with limits and per-pack grants.
+//!
+//! Every field is enforced or rejected: unknown keys are errors that name
+//! the key, so a typo never silently weakens the sandbox.
+//!
+//! ```toml
+//! [limits]                 # ceilings for every invocation (camelCase keys)
+//! memoryBytes = 67108864
+//! fuel = 10000000000
+//! wallClockMs = 30000
+//!
+//! [packs.tool-call]        # grants for the pack named `tool-call`
+//! capabilities = ["log", "tools"]
+//!
+//! [packs.fs-probe.filesystem]
+//! path = "/srv/wop/data"   # mounted in the pack as /data
+//! readOnly = true
+//! ```
+
+use crate::capability::Capability;
+use crate::error::ConfigError;
+use crate::limits::Limits;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The operator policy.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// Ceilings for every invocation. Missing keys keep their defaults.
+    #[serde(default)]
+    pub limits: LimitsSection,
+    /// Grants per pack name. A pack not listed gets the base capabilities
+    /// (`log`, `clock`, `random`) and nothing else.
+    #[serde(default)]
+    pub packs: BTreeMap<String, PackGrant>,
+}
+
+/// `[limits]`: the same fields as [`Limits`], each optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LimitsSection {
+    /// See [`Limits::memory_bytes`].
+    pub memory_bytes: Option<u64>,
+    /// See [`Limits::fuel`].
+    pub fuel: Option<u64>,
+    /// See [`Limits::wall_clock_ms`].
+    pub wall_clock_ms: Option<u64>,
+    /// See [`Limits::table_elements`].
+    pub table_elements: Option<u64>,
+    /// See [`Limits::instances`].
+    pub instances: Option<u64>,
+    /// See [`Limits::memories_and_tables`].
+    pub memories_and_tables: Option<u64>,
+    /// See [`Limits::output_bytes`].
+    pub output_bytes: Option<u64>,
+    /// See [`Limits::log_bytes`].
+    pub log_bytes: Option<u64>,
+    /// See [`Limits::log_line_bytes`].
+    pub log_line_bytes: Option<u64>,
+    /// See [`Limits::resource_entries`].
+    pub resource_entries: Option<u64>,
+    /// See [`Limits::host_arg_bytes`].
+    pub host_arg_bytes: Option<u64>,
+}
+
+/// Grants for one pack.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PackGrant {
+    /// Capabilities (openwop interfaces) granted beyond the base set. The
+    /// pack gets those it also requests in its manifest.
+    #[serde(default)]
+    pub capabilities: Vec<Capability>,
+    /// One host directory mounted as the pack's only preopen, at `/data`.
+    pub filesystem: Option<FsGrant>,
+}
+
+/// A directory granted to a pack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FsGrant {
+    /// The host directory. It must exist.
+    pub path: PathBuf,
+    /// Read-only unless set to `false`.
+    #[serde(default = "yes")]
+    pub read_only: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Upper bounds that keep the pooling allocator's reservations sane.
+const MAX_MEMORY_BYTES: u64 = 4 << 30;
+const MIN_INSTANCES: u64 = 64;
+
+impl Policy {
+    /// Parses a policy from TOML text. Errors name the offending key.
+    pub fn from_toml(text: &str) -> Result<Policy, ConfigError> {
+        let p: Policy = toml::from_str(text).map_err(|e| ConfigError::Policy(e.to_string()))?;
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// Reads and parses a policy file.
+    pub fn from_file(path: &Path) -> Result<Policy, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::Io(format!("cannot read policy {}: {e}", path.display())))?;
+        Self::from_toml(&text).map_err(|e| ConfigError::Policy(format!("{}: {e}", path.display())))
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let l = self.limits();
+        if l.memory_bytes > MAX_MEMORY_BYTES {
+            return Err(ConfigError::Policy(format!(
+                "limits.memoryBytes = {} is above the supported maximum {MAX_MEMORY_BYTES}",
+                l.memory_bytes
+            )));
+        }
+        if l.instances < MIN_INSTANCES {
+            return Err(ConfigError::Policy(format!(
+                "limits.instances = {} is below {MIN_INSTANCES}; componentized runtimes need more instances than that",
+                l.instances
+            )));
+        }
+        for (field, v) in [("fuel", l.fuel), ("wallClockMs", l.wall_clock_ms)] {
+            if v == 0 {
+                return Err(ConfigError::Policy(format!(
+                    "limits.{field} must be greater than 0"
+                )));
+            }
+        }
+        for (name, grant) in &self.packs {
+            if let Some(fs) = &grant.filesystem
+                && !fs.path.is_dir()
+            {
+                return Err(ConfigError::Policy(format!(
+                    "packs.{name}.filesystem.path = {} is not an existing directory",
+                    fs.path.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The effective ceilings: defaults overridden by `[limits]`.
+    pub fn limits(&self) -> Limits {
+        let d = Limits::default();
+        let s = &self.limits;
+        Limits {
+            memory_bytes: s.memory_bytes.unwrap_or(d.memory_bytes),
+            fuel: s.fuel.unwrap_or(d.fuel),
+            wall_clock_ms: s.wall_clock_ms.unwrap_or(d.wall_clock_ms),
+            table_elements: s.table_elements.unwrap_or(d.table_elements),
+            instances: s.instances.unwrap_or(d.instances),
+            memories_and_tables: s.memories_and_tables.unwrap_or(d.memories_and_tables),
+            output_bytes: s.output_bytes.unwrap_or(d.output_bytes),
+            log_bytes: s.log_bytes.unwrap_or(d.log_bytes),
+            log_line_bytes: s.log_line_bytes.unwrap_or(d.log_line_bytes),
+            resource_entries: s.resource_entries.unwrap_or(d.resource_entries),
+            host_arg_bytes: s.host_arg_bytes.unwrap_or(d.host_arg_bytes),
+        }
+    }
+
+    /// The grant for a pack name (empty if none).
+    pub fn grant(&self, pack: &str) -> PackGrant {
+        self.packs.get(pack).cloned().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_keys_are_rejected_by_name() {
+        let e = Policy::from_toml("[limits]\nmemroyBytes = 5\n").unwrap_err();
+        assert!(e.to_string().contains("memroyBytes"), "{e}");
+        let e = Policy::from_toml("[packs.a]\ncapabilites = []\n").unwrap_err();
+        assert!(e.to_string().contains("capabilites"), "{e}");
+        let e = Policy::from_toml("[packs.a]\ncapabilities = [\"sockets\"]\n").unwrap_err();
+        assert!(e.to_string().contains("sockets"), "{e}");
+    }
+
+    #[test]
+    fn limits_override_defaults_and_are_checked() {
+        let p = Policy::from_toml("[limits]\nfuel = 5\n").unwrap();
+        assert_eq!(p.limits().fuel, 5);
+        assert_eq!(p.limits().memory_bytes, Limits::default().memory_bytes);
+        assert!(Policy::from_toml("[limits]\ninstances = 16\n").is_err());
+        assert!(Policy::from_toml("[limits]\nwallClockMs = 0\n").is_err());
+        assert!(Policy::from_toml("[limits]\nmemoryBytes = 99999999999\n").is_err());
+    }
+
+    #[test]
+    fn filesystem_grant_must_exist() {
+        let e = Policy::from_toml("[packs.a.filesystem]\npath = \"/definitely/not/here\"\n")
+            .unwrap_err();
+        assert!(e.to_string().contains("packs.a.filesystem.path"), "{e}");
+    }
+}

@@ -1,0 +1,489 @@
+//! The embedder API: [`Runtime`], built from a [`RuntimeConfig`].
+
+use crate::bindings::{NodePackPre, node, types};
+use crate::cache::{CacheStats, CompileCache};
+use crate::capability::Capability;
+use crate::error::{ConfigError, ErrorCode, LoadError, NodeError};
+use crate::events::EventSink;
+use crate::invoke::{
+    Call, ExecParams, InvocationReport, InvokeRequest, Returned, execute, interpret,
+};
+use crate::limits::Limits;
+use crate::manifest::Manifest;
+use crate::pack::{Inspection, judge_imports, read_pack, require_component, resolve};
+use crate::policy::{FsGrant, Policy};
+use crate::state::{HostState, InvocationScope};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use wasmtime::Engine;
+use wasmtime::component::{Component, Linker};
+
+/// How to build a [`Runtime`].
+#[derive(Clone, Default)]
+pub struct RuntimeConfig {
+    policy: Policy,
+    cache_dir: Option<PathBuf>,
+    sink: Option<Arc<dyn EventSink>>,
+}
+
+impl RuntimeConfig {
+    /// A configuration with the default policy, no disk cache and no sink.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The operator policy. By default: default limits, no grants beyond
+    /// the base capabilities.
+    pub fn policy(&mut self, policy: Policy) -> &mut Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Where compiled packs are cached on disk. By default nothing is
+    /// written to disk (compilation is still cached in memory).
+    pub fn cache_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Receives every event. By default events are only returned in reports.
+    pub fn event_sink(&mut self, sink: Arc<dyn EventSink>) -> &mut Self {
+        self.sink = Some(sink);
+        self
+    }
+}
+
+/// A loaded pack, ready to invoke.
+pub(crate) struct LoadedPack {
+    pub inspection: Inspection,
+    pub pre: NodePackPre<HostState>,
+}
+
+/// A summary of a loaded pack.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PackSummary {
+    /// Pack name.
+    pub name: String,
+    /// Pack version.
+    pub version: String,
+    /// The node types it registered.
+    pub type_ids: Vec<String>,
+    /// Effective capabilities.
+    pub capabilities: BTreeSet<Capability>,
+    /// Effective limits.
+    pub limits: Limits,
+}
+
+/// Counters proving what the runtime did (for tests and operators).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeStats {
+    /// Compile cache counters.
+    pub cache: CacheStats,
+    /// Component instances created (one per invocation and per describe()).
+    pub instantiations: u64,
+}
+
+struct Inner {
+    engine: &'static Engine,
+    fingerprint: String,
+    linker: Linker<HostState>,
+    cache: CompileCache,
+    policy: Policy,
+    sink: Option<Arc<dyn EventSink>>,
+    /// typeId → pack.
+    packs: RwLock<BTreeMap<String, Arc<LoadedPack>>>,
+    instantiations: AtomicU64,
+}
+
+/// Runs OpenWOP node packs. Cheap to clone; share one per process.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use wop_runtime::{InvokeRequest, Runtime, RuntimeConfig};
+/// let rt = Runtime::new(&RuntimeConfig::new())?;
+/// rt.load_pack("sample-packs/samples/hello".as_ref()).await?;
+/// let report = rt
+///     .invoke(InvokeRequest::new("wop.samples.hello", serde_json::json!({"name": "Ada"})))
+///     .await;
+/// println!("{:?}", report.outcome);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<Inner>,
+}
+
+impl Runtime {
+    /// Builds a runtime. The wasm engine is created once per process and
+    /// shared by every runtime.
+    pub fn new(config: &RuntimeConfig) -> Result<Runtime, ConfigError> {
+        let engine = crate::engine::engine()?;
+        let linker = crate::host::linker(engine)
+            .map_err(|e| ConfigError::Engine(format!("cannot link host interfaces: {e:#}")))?;
+        if let Some(d) = &config.cache_dir {
+            std::fs::create_dir_all(d).map_err(|e| {
+                ConfigError::Io(format!("cannot create cache dir {}: {e}", d.display()))
+            })?;
+        }
+        Ok(Runtime {
+            inner: Arc::new(Inner {
+                engine,
+                fingerprint: crate::engine::fingerprint(engine),
+                linker,
+                cache: CompileCache::new(config.cache_dir.clone()),
+                policy: config.policy.clone(),
+                sink: config.sink.clone(),
+                packs: RwLock::new(BTreeMap::new()),
+                instantiations: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// The operator policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.inner.policy
+    }
+
+    /// Counters: compilations, cache hits, instantiations.
+    pub fn stats(&self) -> RuntimeStats {
+        RuntimeStats {
+            cache: self.inner.cache.stats(),
+            instantiations: self.inner.instantiations.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The on-disk cache file for an entry sha256 (for operators and tests).
+    pub fn cache_path(&self, entry_sha256: &str) -> Option<PathBuf> {
+        self.inner
+            .cache
+            .path_for(entry_sha256, &self.inner.fingerprint)
+    }
+
+    async fn compile(&self, sha: &str, wasm: Vec<u8>) -> Result<Component, LoadError> {
+        let inner = self.inner.clone();
+        let sha = sha.to_owned();
+        let res = tokio::task::spawn_blocking(move || {
+            inner
+                .cache
+                .get_or_compile(inner.engine, &inner.fingerprint, &sha, &wasm)
+        })
+        .await
+        .map_err(|e| LoadError::Io(format!("compile task failed: {e}")))?;
+        res.map_err(|e| LoadError::Component {
+            code: ErrorCode::PackValidationFailed,
+            message: format!(
+                "the entry is not a valid WebAssembly component ({e:#}); build it with `cargo build --target wasm32-wasip2` or another component toolchain"
+            ),
+        })
+    }
+
+    /// Validates a pack and judges its imports without running any of its
+    /// code. A pack that would be refused still yields an inspection, with
+    /// the reason in [`Inspection::refusal`].
+    pub async fn inspect_pack(&self, dir: &Path) -> Result<Inspection, LoadError> {
+        Ok(self.inspect_inner(dir).await?.0)
+    }
+
+    async fn inspect_inner(&self, dir: &Path) -> Result<(Inspection, Component), LoadError> {
+        let (manifest, wasm, sha) = read_pack(dir)?;
+        require_component(&manifest)?;
+        let component = self.compile(&sha, wasm).await?;
+        let r = resolve(&self.inner.policy, &manifest);
+        let ty = component.component_type();
+        let (imports, refusal) = judge_imports(
+            ty.imports(self.inner.engine).map(|(name, _)| name),
+            &r.effective,
+        );
+        Ok((
+            Inspection {
+                dir: dir.to_path_buf(),
+                requested: manifest.wop.capabilities.clone(),
+                manifest,
+                sha256: sha,
+                imports,
+                granted: r.granted,
+                effective: r.effective,
+                limits: r.limits,
+                clamps: r.clamps,
+                filesystem: r.filesystem,
+                refusal: refusal.map(|e| e.to_node_error()),
+            },
+            component,
+        ))
+    }
+
+    /// Loads a pack directory: validates `pack.json`, verifies the entry's
+    /// sha256, compiles (once; cached), refuses forbidden or ungranted
+    /// imports before any code runs, checks `describe()` against the
+    /// manifest, and registers the pack's node types.
+    pub async fn load_pack(&self, dir: &Path) -> Result<PackSummary, LoadError> {
+        let (insp, component) = self.inspect_inner(dir).await?;
+        if let Some(refusal) = &insp.refusal {
+            // Re-derive the typed error from the first offending import.
+            let (_, err) = judge_imports(
+                insp.imports.iter().map(|i| i.name.as_str()),
+                &insp.effective,
+            );
+            return Err(err.unwrap_or_else(|| LoadError::Component {
+                code: ErrorCode::SandboxCapabilityDenied,
+                message: refusal.message.clone(),
+            }));
+        }
+        let pre = self
+            .inner
+            .linker
+            .instantiate_pre(&component)
+            .and_then(NodePackPre::new)
+            .map_err(|e| LoadError::Component {
+                code: ErrorCode::PackValidationFailed,
+                message: format!(
+                    "the component does not fit the openwop:node-pack@0.1.0 world: {e:#}"
+                ),
+            })?;
+        let pack = LoadedPack {
+            inspection: insp,
+            pre,
+        };
+        self.check_describe(&pack).await?;
+        let summary = summary(&pack);
+        let pack = Arc::new(pack);
+        let mut packs = match self.inner.packs.write() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        for t in &summary.type_ids {
+            if let Some(other) = packs.get(t)
+                && other.inspection.manifest.name != summary.name
+            {
+                return Err(LoadError::validation(
+                    "$.nodes",
+                    format!(
+                        "typeId `{t}` is already registered by pack `{}`",
+                        other.inspection.manifest.name
+                    ),
+                ));
+            }
+        }
+        packs.retain(|_, p| p.inspection.manifest.name != summary.name);
+        for t in &summary.type_ids {
+            packs.insert(t.clone(), pack.clone());
+        }
+        Ok(summary)
+    }
+
+    async fn check_describe(&self, pack: &LoadedPack) -> Result<(), LoadError> {
+        let m = &pack.inspection.manifest;
+        let scope = InvocationScope {
+            run_id: "wop:load".to_owned(),
+            node_id: "describe".to_owned(),
+            tenant_id: "wop:load".to_owned(),
+            attempt: 1,
+            type_id: String::new(),
+            capabilities: Capability::BASE.into_iter().collect(),
+        };
+        let exec = execute(self.params(pack, scope), Call::Describe).await;
+        let info = match exec.result {
+            Ok(Returned::Describe(info)) => info,
+            Ok(Returned::Invoke(_)) => {
+                return Err(LoadError::Io(
+                    "describe returned an invoke result".to_owned(),
+                ));
+            }
+            Err(c) => {
+                return Err(LoadError::Component {
+                    code: c.error.code.parse_code(),
+                    message: format!("describe() failed at load: {}", c.error.message),
+                });
+            }
+        };
+        check_description(m, &info)
+    }
+
+    fn params<'a>(&'a self, pack: &'a LoadedPack, scope: InvocationScope) -> ExecParams<'a> {
+        ExecParams {
+            engine: self.inner.engine,
+            pre: &pack.pre,
+            scope,
+            limits: pack.inspection.limits,
+            fs: pack.inspection.filesystem.as_ref(),
+            instantiations: &self.inner.instantiations,
+        }
+    }
+
+    /// The loaded packs.
+    pub fn packs(&self) -> Vec<PackSummary> {
+        let packs = match self.inner.packs.read() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let mut seen = BTreeSet::new();
+        packs
+            .values()
+            .filter(|p| seen.insert(p.inspection.manifest.name.clone()))
+            .map(|p| summary(p))
+            .collect()
+    }
+
+    fn pack_for(&self, type_id: &str) -> Option<Arc<LoadedPack>> {
+        let packs = match self.inner.packs.read() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        packs.get(type_id).cloned()
+    }
+
+    /// Runs one node invocation in a fresh sandbox. Never panics on
+    /// anything the pack does; every failure is in the report's outcome.
+    pub async fn invoke(&self, req: InvokeRequest) -> InvocationReport {
+        let Some(pack) = self.pack_for(&req.type_id) else {
+            let report = InvocationReport {
+                outcome: Err(NodeError::runtime(
+                    ErrorCode::NotFound,
+                    format!(
+                        "no loaded pack implements node type `{}`; load its pack first",
+                        req.type_id
+                    ),
+                    crate::details! {"typeId" => req.type_id},
+                )),
+                events: Vec::new(),
+                usage: Default::default(),
+            };
+            return report;
+        };
+        let m = &pack.inspection.manifest;
+        let scope = InvocationScope {
+            run_id: req.context.run_id.clone(),
+            node_id: req.context.node_id.clone(),
+            tenant_id: req.context.tenant_id.clone(),
+            attempt: req.context.attempt,
+            type_id: req.type_id.clone(),
+            capabilities: pack.inspection.effective.clone(),
+        };
+        let wit_req = node::Request {
+            context: types::NodeContext {
+                run_id: req.context.run_id.clone(),
+                node_id: req.context.node_id.clone(),
+                tenant_id: req.context.tenant_id.clone(),
+                attempt: req.context.attempt,
+                type_id: req.type_id.clone(),
+            },
+            inputs: req.inputs.to_string(),
+            config: req.config.to_string(),
+            resume: req.resume.as_ref().map(|v| v.to_string()),
+        };
+        let exec = execute(self.params(&pack, scope), Call::Invoke(wit_req)).await;
+        let mut usage = exec.usage;
+        usage.pack = m.name.clone();
+        usage.pack_version = m.version.clone();
+        let mut events = exec.events;
+        let outcome = match exec.result {
+            Ok(Returned::Invoke(r)) => {
+                match interpret(r, &pack.inspection.limits, &req.context.node_id, &mut usage) {
+                    Ok(o) => Ok(o),
+                    Err(c) => {
+                        if let Some(b) = c.breach {
+                            events.push(b);
+                        }
+                        Err(c.error)
+                    }
+                }
+            }
+            Ok(Returned::Describe(_)) => Err(NodeError::runtime(
+                ErrorCode::InternalError,
+                "invoke returned a describe result",
+                Default::default(),
+            )),
+            Err(c) => Err(c.error),
+        };
+        if let Some(sink) = &self.inner.sink {
+            for e in &events {
+                sink.emit(&req.context.run_id, &req.context.node_id, e);
+            }
+        }
+        InvocationReport {
+            outcome,
+            events,
+            usage,
+        }
+    }
+}
+
+fn summary(p: &LoadedPack) -> PackSummary {
+    let m = &p.inspection.manifest;
+    PackSummary {
+        name: m.name.clone(),
+        version: m.version.clone(),
+        type_ids: m.nodes.iter().map(|n| n.type_id.clone()).collect(),
+        capabilities: p.inspection.effective.clone(),
+        limits: p.inspection.limits,
+    }
+}
+
+/// The manifest and `describe()` must agree on name, version and node types.
+fn check_description(m: &Manifest, info: &node::PackInfo) -> Result<(), LoadError> {
+    if info.name != m.name {
+        return Err(LoadError::validation(
+            "$.name",
+            format!(
+                "pack.json says `{}` but describe() says `{}`",
+                m.name, info.name
+            ),
+        ));
+    }
+    if info.version != m.version {
+        return Err(LoadError::validation(
+            "$.version",
+            format!(
+                "pack.json says `{}` but describe() says `{}`",
+                m.version, info.version
+            ),
+        ));
+    }
+    let declared: BTreeSet<(&str, &str)> = m
+        .nodes
+        .iter()
+        .map(|n| (n.type_id.as_str(), n.version.as_str()))
+        .collect();
+    let described: BTreeSet<(&str, &str)> = info
+        .nodes
+        .iter()
+        .map(|n| (n.type_id.as_str(), n.version.as_str()))
+        .collect();
+    if declared != described {
+        let fmt = |s: &BTreeSet<(&str, &str)>| {
+            s.iter()
+                .map(|(t, v)| format!("{t}@{v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(LoadError::validation(
+            "$.nodes",
+            format!(
+                "pack.json declares [{}] but describe() reports [{}]",
+                fmt(&declared),
+                fmt(&described)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Unused-field guard: the filesystem grant type is re-exported for hosts.
+#[allow(dead_code)]
+fn _fs(_: &FsGrant) {}
+
+trait ParseCode {
+    fn parse_code(&self) -> ErrorCode;
+}
+
+impl ParseCode for String {
+    fn parse_code(&self) -> ErrorCode {
+        serde_json::from_value(serde_json::Value::String(self.clone()))
+            .unwrap_or(ErrorCode::SandboxInvocationError)
+    }
+}

@@ -1,0 +1,268 @@
+//! Per-invocation store state: WASI context, resource table, limiter, the
+//! bounded log, replayable clock/random and usage counters. Dropped with
+//! the store after every invocation.
+
+use crate::capability::Capability;
+use crate::classify::Fault;
+use crate::events::LogStream;
+use crate::limits::Limits;
+use crate::logbuf::LogBuffer;
+use crate::replay::{ReplayClock, ReplayRng, Seed};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// Who and what this invocation is for (bound to every host call).
+#[derive(Debug, Clone)]
+pub(crate) struct InvocationScope {
+    pub run_id: String,
+    pub node_id: String,
+    pub tenant_id: String,
+    pub attempt: u32,
+    pub type_id: String,
+    pub capabilities: BTreeSet<Capability>,
+}
+
+/// The log buffer shared between the `log` interface and WASI stdio.
+pub(crate) type SharedLog = Arc<Mutex<LogBuffer>>;
+
+pub(crate) fn with_log<R>(log: &SharedLog, f: impl FnOnce(&mut LogBuffer) -> R) -> R {
+    let mut g = match log.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    };
+    f(&mut g)
+}
+
+pub(crate) struct HostState {
+    pub wasi: WasiCtx,
+    pub table: ResourceTable,
+    pub limiter: Limiter,
+    pub scope: InvocationScope,
+    pub limits: Limits,
+    pub log: SharedLog,
+    pub rng: ReplayRng,
+    pub clock: ReplayClock,
+    /// Host calls per interface (`log`, `tools`, ...).
+    pub host_calls: BTreeMap<&'static str, u64>,
+    /// The first host-side cap the pack breached (a trap follows).
+    pub host_fault: Option<Fault>,
+    /// When instantiation finished.
+    pub instantiated_at: Option<Instant>,
+}
+
+impl HostState {
+    pub(crate) fn count(&mut self, iface: &'static str) {
+        *self.host_calls.entry(iface).or_insert(0) += 1;
+    }
+
+    /// Records a host-cap breach and returns the trap to raise.
+    pub(crate) fn host_cap(
+        &mut self,
+        kind: &'static str,
+        limit: u64,
+        observed: u64,
+    ) -> wasmtime::Error {
+        let fault = Fault::HostCap {
+            kind,
+            limit,
+            observed,
+        };
+        if self.host_fault.is_none() {
+            self.host_fault = Some(fault);
+        }
+        wasmtime::Error::msg(format!("host cap exceeded: {kind} {observed} > {limit}"))
+    }
+
+    /// Fails closed if the invocation lacks `cap`. The import gate already
+    /// refuses such packs at load; this is the second line of defense.
+    pub(crate) fn require(&mut self, cap: Capability) -> wasmtime::Result<()> {
+        if self.scope.capabilities.contains(&cap) {
+            return Ok(());
+        }
+        let fault = Fault::CapabilityDenied {
+            capability: cap.as_str().to_owned(),
+        };
+        if self.host_fault.is_none() {
+            self.host_fault = Some(fault);
+        }
+        Err(wasmtime::Error::msg(format!(
+            "capability `{}` not granted",
+            cap.as_str()
+        )))
+    }
+
+    /// Checks the size of data a pack passes into a host call.
+    pub(crate) fn check_arg(&mut self, len: usize) -> wasmtime::Result<()> {
+        let cap = self.limits.host_arg_bytes;
+        if len as u64 > cap {
+            return Err(self.host_cap("host-arg-bytes", cap, len as u64));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn seed(scope: &InvocationScope) -> Seed {
+        Seed::new(&scope.run_id, &scope.node_id, scope.attempt)
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// Enforces the memory/table/instance caps and records what was observed.
+#[derive(Debug)]
+pub(crate) struct Limiter {
+    memory_cap: u64,
+    table_cap: u64,
+    instances: usize,
+    memories_and_tables: usize,
+    /// Current total linear memory over all memories.
+    pub memory_total: u64,
+    /// Highest total linear memory reached.
+    pub memory_peak: u64,
+    /// The breach, if one happened.
+    pub breach: Option<Fault>,
+}
+
+impl Limiter {
+    pub(crate) fn new(l: &Limits) -> Self {
+        Self {
+            memory_cap: l.memory_bytes,
+            table_cap: l.table_elements,
+            instances: usize::try_from(l.instances).unwrap_or(usize::MAX),
+            memories_and_tables: usize::try_from(l.memories_and_tables).unwrap_or(usize::MAX),
+            memory_total: 0,
+            memory_peak: 0,
+            breach: None,
+        }
+    }
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let grow = (desired as u64).saturating_sub(current as u64);
+        let total = self.memory_total.saturating_add(grow);
+        if total > self.memory_cap {
+            self.breach.get_or_insert(Fault::Memory {
+                limit: self.memory_cap,
+                observed: total,
+            });
+            return Err(wasmtime::Error::msg(format!(
+                "linear memory cap exceeded: {total} > {}",
+                self.memory_cap
+            )));
+        }
+        self.memory_total = total;
+        self.memory_peak = self.memory_peak.max(total);
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired as u64 > self.table_cap {
+            self.breach.get_or_insert(Fault::Table {
+                limit: self.table_cap,
+                observed: desired as u64,
+            });
+            return Err(wasmtime::Error::msg(format!(
+                "table cap exceeded: {desired} > {}",
+                self.table_cap
+            )));
+        }
+        Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        self.instances
+    }
+    fn tables(&self) -> usize {
+        self.memories_and_tables
+    }
+    fn memories(&self) -> usize {
+        self.memories_and_tables
+    }
+}
+
+/// WASI stdout/stderr, captured into the invocation's bounded log.
+#[derive(Clone)]
+pub(crate) struct CapturedStdio {
+    pub stream: LogStream,
+    pub log: SharedLog,
+}
+
+/// Permit size for one write (a bounded host allocation per call).
+const STDIO_PERMIT: usize = 64 << 10;
+
+impl wasmtime_wasi::cli::IsTerminal for CapturedStdio {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl wasmtime_wasi::cli::StdoutStream for CapturedStdio {
+    fn p2_stream(&self) -> Box<dyn wasmtime_wasi::p2::OutputStream> {
+        Box::new(self.clone())
+    }
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl wasmtime_wasi::p2::Pollable for CapturedStdio {
+    async fn ready(&mut self) {}
+}
+
+impl wasmtime_wasi::p2::OutputStream for CapturedStdio {
+    fn write(&mut self, bytes: bytes::Bytes) -> wasmtime_wasi::p2::StreamResult<()> {
+        with_log(&self.log, |l| l.write(self.stream, &bytes));
+        Ok(())
+    }
+    fn flush(&mut self) -> wasmtime_wasi::p2::StreamResult<()> {
+        Ok(())
+    }
+    fn check_write(&mut self) -> wasmtime_wasi::p2::StreamResult<usize> {
+        Ok(STDIO_PERMIT)
+    }
+}
+
+impl tokio::io::AsyncWrite for CapturedStdio {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        with_log(&self.log, |l| l.write(self.stream, buf));
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
