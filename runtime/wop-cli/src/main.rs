@@ -44,6 +44,55 @@ enum Command {
     /// Assemble a runnable pack directory from a pack.json template and a
     /// built component: copies the component and fills in `x-wop.sha256`.
     Pack(PackArgs),
+    /// List a run's effects, or resolve / purge effect records.
+    #[command(args_conflicts_with_subcommands = true)]
+    Effects(EffectsArgs),
+    /// List the tools a principal may see.
+    Tools(ToolsArgs),
+}
+
+#[derive(Args)]
+struct EffectsArgs {
+    #[command(subcommand)]
+    action: Option<EffectsAction>,
+    /// The run whose effects to list.
+    run_id: Option<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Subcommand)]
+enum EffectsAction {
+    /// Resolve an effect whose outcome is unknown, after checking the provider.
+    Resolve {
+        /// The effect id (from `wop effects <runId>` or the error details).
+        effect_id: String,
+        /// What really happened: `completed` (it took effect) or `released`
+        /// (it did not; a retry may perform it).
+        #[arg(long = "as", value_parser = ["completed", "released"])]
+        as_state: String,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Delete finished records older than the retention period (>= 14 days).
+    Purge {
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+#[derive(Args)]
+struct ToolsArgs {
+    /// Principal id.
+    #[arg(long, default_value = "core.system")]
+    principal: String,
+    /// Principal scopes (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    scopes: Vec<String>,
+    #[arg(long, default_value = "default")]
+    tenant: String,
+    #[command(flatten)]
+    common: Common,
 }
 
 #[derive(Args)]
@@ -69,6 +118,13 @@ struct Common {
     /// Do not use an on-disk compile cache.
     #[arg(long)]
     no_cache: bool,
+    /// Effect store directory (sled). Default: $WOP_DATA_DIR/effects, else
+    /// $XDG_DATA_HOME/wop/effects, else ~/.local/share/wop/effects.
+    #[arg(long)]
+    store: Option<PathBuf>,
+    /// This executor's id in effect claims (default: wop-<pid>-<time>).
+    #[arg(long)]
+    executor_id: Option<String>,
     /// Print one JSON document instead of human output.
     #[arg(long)]
     json: bool,
@@ -169,6 +225,8 @@ fn main() -> ExitCode {
             Command::Inspect(a) => inspect(a).await,
             Command::Demo(a) => demo::demo(a.json).await,
             Command::Pack(a) => pack(a).await,
+            Command::Effects(a) => effects(a).await,
+            Command::Tools(a) => tools(a).await,
         }
     });
     match result {
@@ -190,6 +248,22 @@ pub(crate) fn default_cache_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("wop"))
 }
 
+pub(crate) fn default_store_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("WOP_DATA_DIR") {
+        return Some(PathBuf::from(d).join("effects"));
+    }
+    if let Some(d) = std::env::var_os("XDG_DATA_HOME") {
+        return Some(PathBuf::from(d).join("wop").join("effects"));
+    }
+    std::env::var_os("HOME").map(|h| {
+        PathBuf::from(h)
+            .join(".local")
+            .join("share")
+            .join("wop")
+            .join("effects")
+    })
+}
+
 fn runtime(c: &Common) -> Result<Runtime, Failure> {
     let policy = match &c.policy {
         Some(p) => Policy::from_file(p).map_err(usage)?,
@@ -201,6 +275,16 @@ fn runtime(c: &Common) -> Result<Runtime, Failure> {
         && let Some(d) = c.cache_dir.clone().or_else(default_cache_dir)
     {
         cfg.cache_dir(d);
+    }
+    let store = c.store.clone().or_else(default_store_dir).ok_or_else(|| {
+        usage(anyhow::anyhow!(
+            "no place for the effect store: pass --store <dir> or set WOP_DATA_DIR"
+        ))
+    })?;
+    let kv = wop_runtime::store::SledStore::open(&store)?;
+    cfg.effect_store(std::sync::Arc::new(kv));
+    if let Some(id) = &c.executor_id {
+        cfg.executor_id(id.clone());
     }
     Ok(Runtime::new(&cfg)?)
 }
@@ -358,4 +442,88 @@ async fn pack(a: PackArgs) -> Result<u8, Failure> {
         }
         Err(e) => Err(rejected(&dir, &e, false)),
     }
+}
+
+async fn effects(a: EffectsArgs) -> Result<u8, Failure> {
+    match a.action {
+        Some(EffectsAction::Resolve {
+            effect_id,
+            as_state,
+            common,
+        }) => {
+            let rt = runtime(&common)?;
+            let to = if as_state == "completed" {
+                wop_runtime::effects::EffectState::Completed
+            } else {
+                wop_runtime::effects::EffectState::Released
+            };
+            let r = rt.resolve_effect(&effect_id, to).await.map_err(usage)?;
+            if common.json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                println!("effect {} is now {:?}", r.effect_id, r.state);
+            }
+            Ok(0)
+        }
+        Some(EffectsAction::Purge { common }) => {
+            let rt = runtime(&common)?;
+            let n = rt.purge_effects().await?;
+            println!("purged {n} finished effect record(s) past the retention period");
+            Ok(0)
+        }
+        None => {
+            let run = a
+                .run_id
+                .ok_or_else(|| usage(anyhow::anyhow!("usage: wop effects <runId> | wop effects resolve <effectId> --as completed|released")))?;
+            let rt = runtime(&a.common)?;
+            let list = rt.effects(&run).await?;
+            if a.common.json {
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            } else if list.is_empty() {
+                println!("run {run} has no recorded effects");
+            } else {
+                println!(
+                    "{:<44} {:<18} {:>7} {:<18} {:<10} at(ms)",
+                    "effectId", "nodeId", "attempt", "keying", "state"
+                );
+                for e in list {
+                    println!(
+                        "{:<44} {:<18} {:>7} {:<18} {:<10} {}",
+                        e.effect_id,
+                        e.node_id,
+                        e.attempt,
+                        serde_json::to_value(e.keying)?.as_str().unwrap_or(""),
+                        serde_json::to_value(e.state)?.as_str().unwrap_or(""),
+                        e.at
+                    );
+                }
+            }
+            Ok(0)
+        }
+    }
+}
+
+async fn tools(a: ToolsArgs) -> Result<u8, Failure> {
+    let rt = runtime(&a.common)?;
+    let p = Principal {
+        id: a.principal,
+        tenant: a.tenant.clone(),
+        scopes: a.scopes,
+    };
+    let list = rt.catalog(&p, &a.tenant);
+    if a.common.json {
+        println!("{}", serde_json::to_string_pretty(&list)?);
+    } else if list.is_empty() {
+        println!("no tools visible to {} in tenant {}", p.id, a.tenant);
+    } else {
+        for t in list {
+            println!(
+                "{:<32} {:<6} {}",
+                t.tool_id,
+                serde_json::to_value(t.safety_tier)?.as_str().unwrap_or(""),
+                t.title.unwrap_or_default()
+            );
+        }
+    }
+    Ok(0)
 }

@@ -71,6 +71,37 @@ pub(crate) fn print_events(events: &[Event], indent: &str) {
             } => println!(
                 "{indent}  cap.breached  kind={kind} limit={limit} observed={observed} node={node_id}"
             ),
+            Event::ToolCalled {
+                tool_name,
+                call_id,
+                args_hash,
+                principal,
+                ..
+            } => println!(
+                "{indent}  agent.tool-called  {tool_name} call={call_id} principal={principal} argsHash={}…",
+                &args_hash[..args_hash.len().min(12)]
+            ),
+            Event::ToolReturned {
+                tool_name,
+                status,
+                duration_ms,
+                error,
+                replayed,
+                ..
+            } => {
+                let mut line =
+                    format!("{indent}  agent.tool-returned {tool_name} status={status:?}");
+                if let Some(d) = duration_ms {
+                    line.push_str(&format!(" durationMs={d}"));
+                }
+                if *replayed {
+                    line.push_str(" replayed");
+                }
+                if let Some(code) = error.as_ref().and_then(|e| e["code"].as_str()) {
+                    line.push_str(&format!(" error={code}"));
+                }
+                println!("{line}");
+            }
         }
     }
     if events.len() > SHOW {

@@ -5,8 +5,10 @@ use serde_json::Value;
 use std::process::{Command, Output};
 
 fn wop(args: &[&str]) -> Output {
+    // Each call gets its own effect store unless the test passes --store.
+    let data = tempfile::tempdir().unwrap();
     let mut c = Command::new(env!("CARGO_BIN_EXE_wop"));
-    c.args(args);
+    c.args(args).env("WOP_DATA_DIR", data.path());
     if args.first() != Some(&"pack") {
         c.arg("--no-cache");
     }
@@ -208,4 +210,163 @@ fn pack_assembles_a_runnable_pack() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(String::from_utf8_lossy(&o.stdout).contains("Hello, world!"));
+}
+
+fn tool_policy(dir: &std::path::Path, url: &str, extra: &str) -> String {
+    let p = dir.join("policy.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "[[tools]]\nid = \"payments:charge\"\nurl = \"{url}\"\nsafetyTier = \"write\"\nscopes = [\"payments.write\"]\n{extra}\n[packs.tool-call]\ncapabilities = [\"tools\"]\ntools = [\"payments:charge\"]\n"
+        ),
+    )
+    .unwrap();
+    p.display().to_string()
+}
+
+fn charge_args<'a>(policy: &'a str, store: &'a str, attempt: &'a str) -> Vec<&'a str> {
+    vec![
+        "run",
+        "POLICY_PACK",
+        "wop.samples.tool-call",
+        "--policy",
+        policy,
+        "--store",
+        store,
+        "--principal",
+        "agent-7",
+        "--scopes",
+        "payments.write",
+        "--tenant",
+        "acme",
+        "--run-id",
+        "run-cli",
+        "--node-id",
+        "charge",
+        "--attempt",
+        attempt,
+        "--json",
+        "--input",
+        r#"{"tool":"payments:charge","arguments":{"amount":100}}"#,
+    ]
+}
+
+#[test]
+fn running_the_same_command_twice_charges_once() {
+    let server = wop_testkit::Server::start_detached(wop_testkit::Mode::Ok);
+    let tmp = tempfile::tempdir().unwrap();
+    let policy = tool_policy(tmp.path(), &server.url("/charge"), "");
+    let store = tmp.path().join("effects").display().to_string();
+    let pack_dir = pack("tool-call");
+    let mut outs = Vec::new();
+    for attempt in ["1", "2"] {
+        let mut args = charge_args(&policy, &store, attempt);
+        args[1] = &pack_dir;
+        let o = wop(&args);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        outs.push(json(&o));
+    }
+    assert_eq!(server.count(), 1, "the effect fired once");
+    assert_eq!(outs[0]["outcome"]["output"], outs[1]["outcome"]["output"]);
+    let ret = |v: &Value| {
+        v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["type"] == "agent.tool-returned")
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(ret(&outs[1])["replayed"], true);
+    assert!(ret(&outs[1]).get("durationMs").is_none());
+    let key = &server.requests()[0].headers["idempotency-key"];
+    assert_eq!(ret(&outs[0])["effectId"].as_str(), Some(key.as_str()));
+
+    let o = wop(&["effects", "run-cli", "--store", &store, "--json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let list = json(&o);
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(list[0]["effectId"].as_str(), Some(key.as_str()));
+    assert_eq!(list[0]["state"], "completed");
+    assert_eq!(list[0]["keying"], "activity-recipe");
+    assert!(list[0].get("result").is_none(), "never payloads");
+}
+
+/// A child claims, sends, and is SIGKILLed before recording the outcome.
+fn crash_mid_effect(
+    extra_tool_line: &str,
+) -> (wop_testkit::Server, tempfile::TempDir, String, String) {
+    let server = wop_testkit::Server::start_detached(wop_testkit::Mode::Hang);
+    let tmp = tempfile::tempdir().unwrap();
+    let policy = tool_policy(
+        tmp.path(),
+        &server.url("/charge"),
+        &format!("timeoutMs = 60000\n{extra_tool_line}\n[effects]\nleaseMs = 400\n"),
+    );
+    let store = tmp.path().join("effects").display().to_string();
+    let pack_dir = pack("tool-call");
+    let mut args = charge_args(&policy, &store, "1");
+    args[1] = &pack_dir;
+    let data = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wop"))
+        .args(&args)
+        .arg("--no-cache")
+        .env("WOP_DATA_DIR", data.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The claim is durable before the request is sent: wait for the request.
+    let start = std::time::Instant::now();
+    while server.count() == 0 {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "the child never sent"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500)); // past the lease
+    (server, tmp, policy, store)
+}
+
+#[test]
+fn a_killed_executor_leaves_an_unknown_outcome_that_is_not_refired() {
+    let (server, _tmp, policy, store) = crash_mid_effect("");
+    let pack_dir = pack("tool-call");
+    let mut args = charge_args(&policy, &store, "2");
+    args[1] = &pack_dir;
+    let o = wop(&args);
+    assert_eq!(o.status.code(), Some(4));
+    let v = json(&o);
+    assert_eq!(
+        v["outcome"]["error"]["code"], "effect_outcome_unknown",
+        "{v}"
+    );
+    assert_eq!(server.count(), 1, "not re-fired");
+    let o = wop(&["effects", "run-cli", "--store", &store, "--json"]);
+    assert_eq!(json(&o)[0]["state"], "escaped");
+}
+
+#[test]
+fn a_killed_executor_of_an_idempotent_tool_is_resent_with_the_same_key() {
+    let (server, _tmp, policy, store) = crash_mid_effect("replayPolicy = \"idempotent\"");
+    let pack_dir = pack("tool-call");
+    let mut args = charge_args(&policy, &store, "2");
+    args[1] = &pack_dir;
+    // The server still hangs, so this attempt also gets no answer; what
+    // matters is what reached the server.
+    let policy_short = std::fs::read_to_string(&policy)
+        .unwrap()
+        .replace("timeoutMs = 60000", "timeoutMs = 300");
+    std::fs::write(&policy, policy_short).unwrap();
+    let _ = wop(&args);
+    assert_eq!(server.count(), 2, "re-sent");
+    assert_eq!(server.distinct_keys().len(), 1, "with the same key");
 }

@@ -62,6 +62,78 @@ pub enum Event {
         /// The node that breached it.
         node_id: String,
     },
+    /// `agent.tool-called`: a host call entered the gate.
+    #[serde(rename = "agent.tool-called", rename_all = "camelCase")]
+    ToolCalled {
+        /// The agent (principal) on whose behalf the call is made.
+        agent_id: String,
+        /// The tool id.
+        tool_name: String,
+        /// Unique per call; pairs with `agent.tool-returned`.
+        call_id: String,
+        /// SHA-256 of the JCS form of the arguments, secrets redacted.
+        args_hash: String,
+        /// Principal id (`core.system` for non-agent calls).
+        principal: String,
+        /// How the call arrived.
+        transport: Transport,
+    },
+    /// `agent.tool-returned`: how the call ended.
+    #[serde(rename = "agent.tool-returned", rename_all = "camelCase")]
+    ToolReturned {
+        /// The agent (principal).
+        agent_id: String,
+        /// The tool id.
+        tool_name: String,
+        /// Pairs with `agent.tool-called`.
+        call_id: String,
+        /// ok | error | forbidden | rate_limited.
+        status: ToolStatus,
+        /// Time spent performing the call; absent if it was never invoked
+        /// (denied, rate limited, replayed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+        /// The result (bounded preview), when ok.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<Value>,
+        /// The error, when not ok.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<Value>,
+        /// The result came from the effect record; the tool was not called again.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        replayed: bool,
+        /// The effect identity, for effectful calls.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        effect_id: Option<String>,
+        /// Tool results are untrusted data, never instructions.
+        untrusted: bool,
+    },
+}
+
+/// Outcome class of a tool call (protocol `agent.tool-returned.status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// The tool returned a result (or a recorded result was replayed).
+    Ok,
+    /// The call failed (including `not_found` and effect conflicts).
+    Error,
+    /// Authorization denied; never performed.
+    Forbidden,
+    /// Rate limited; never performed.
+    RateLimited,
+}
+
+/// How a tool call reached the host (protocol `transport`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// `tools.call` from a pack.
+    Native,
+    /// `http.safe-fetch`.
+    Http,
+    /// The MCP client.
+    Mcp,
 }
 
 impl Event {
@@ -70,6 +142,8 @@ impl Event {
         match self {
             Self::LogAppended { .. } => "log.appended",
             Self::CapBreached { .. } => "cap.breached",
+            Self::ToolCalled { .. } => "agent.tool-called",
+            Self::ToolReturned { .. } => "agent.tool-returned",
         }
     }
 }

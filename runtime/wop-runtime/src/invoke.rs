@@ -215,6 +215,7 @@ pub(crate) struct ExecParams<'a> {
     pub limits: Limits,
     pub fs: Option<&'a FsGrant>,
     pub instantiations: &'a std::sync::atomic::AtomicU64,
+    pub gate: Arc<crate::gate::Gate>,
 }
 
 /// Runs `call` in a fresh store and instance, then drops both.
@@ -264,6 +265,9 @@ pub(crate) async fn execute(p: ExecParams<'_>, call: Call) -> Execution {
         host_calls: BTreeMap::new(),
         host_fault: None,
         instantiated_at: None,
+        gate: p.gate,
+        counters: Default::default(),
+        deadline: started + Duration::from_millis(limits.wall_clock_ms),
     };
     let mut store = Store::new(p.engine, state);
     store.limiter(|s| &mut s.limiter);

@@ -9,6 +9,9 @@
 use crate::events::{Event, LogLevel, LogStream};
 use serde_json::Value;
 
+/// Most events kept per invocation.
+pub const MAX_EVENTS: usize = 10_000;
+
 /// Appended to a line cut at the line cap.
 pub const CUT_MARKER: &str = " …[truncated]";
 
@@ -20,6 +23,7 @@ pub struct LogBuffer {
     kept: usize,
     dropped_bytes: u64,
     dropped_lines: u64,
+    dropped_events: u64,
     events: Vec<Event>,
     stdout: Partial,
     stderr: Partial,
@@ -42,6 +46,7 @@ impl LogBuffer {
             kept: 0,
             dropped_bytes: 0,
             dropped_lines: 0,
+            dropped_events: 0,
             events: Vec::new(),
             stdout: Partial::default(),
             stderr: Partial::default(),
@@ -56,6 +61,16 @@ impl LogBuffer {
     /// Bytes dropped past the total cap.
     pub fn dropped_bytes(&self) -> u64 {
         self.dropped_bytes
+    }
+
+    /// Records a non-log event (tool calls, ...) in order with the log
+    /// lines. At most [`MAX_EVENTS`] are kept; the rest are counted.
+    pub fn record(&mut self, event: Event) {
+        if self.events.len() >= MAX_EVENTS {
+            self.dropped_events += 1;
+            return;
+        }
+        self.events.push(event);
     }
 
     /// Records one line from the `log` interface.
@@ -114,7 +129,10 @@ impl LogBuffer {
         let size = message.len() + fields.as_ref().map_or(0, |f| f.to_string().len());
         // Once the cap is reached everything after is dropped, so the kept
         // log is a prefix of what the pack wrote.
-        if self.dropped_lines > 0 || self.kept + size > self.total_cap {
+        if self.dropped_lines > 0
+            || self.kept + size > self.total_cap
+            || self.events.len() >= MAX_EVENTS
+        {
             self.dropped_bytes += size as u64;
             self.dropped_lines += 1;
             return;
@@ -139,6 +157,17 @@ impl LogBuffer {
             if !part.buf.is_empty() {
                 self.push_raw(stream, &part.buf, part.overflowed);
             }
+        }
+        if self.dropped_events > 0 {
+            self.events.push(Event::LogAppended {
+                level: LogLevel::Warn,
+                message: format!(
+                    "[wop] {} event(s) dropped past the {MAX_EVENTS}-event cap",
+                    self.dropped_events
+                ),
+                fields: None,
+                stream: LogStream::Runtime,
+            });
         }
         if self.dropped_lines > 0 {
             self.events.push(Event::LogAppended {

@@ -35,6 +35,65 @@ pub struct Policy {
     /// (`log`, `clock`, `random`) and nothing else.
     #[serde(default)]
     pub packs: BTreeMap<String, PackGrant>,
+    /// Operator-declared tools: HTTP endpoints and node-pack tools.
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
+    /// Effect-claim settings.
+    #[serde(default)]
+    pub effects: EffectsSection,
+}
+
+/// One `[[tools]]` entry: exactly one of `url` (an operator HTTP tool) or
+/// `packType` (a node of a loaded pack).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolSpec {
+    /// `<scope>:<id>`.
+    pub id: String,
+    /// Operator endpoint (HTTP tool). Loopback/private allowed: operator-trusted.
+    pub url: Option<String>,
+    /// HTTP method (default POST).
+    pub method: Option<String>,
+    /// Node type of a loaded pack (node-pack tool).
+    pub pack_type: Option<String>,
+    /// Safety tier.
+    pub safety_tier: crate::tools::SafetyTier,
+    /// Replay policy (default: `idempotent` for HTTP tools is NOT assumed;
+    /// unset means the tier decides whether calls are effects).
+    pub replay_policy: Option<crate::tools::ReplayPolicy>,
+    /// Scopes the principal must hold.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// Tenants that may see the tool (default: all).
+    pub tenants: Option<Vec<String>>,
+    /// Per-call timeout in ms (default 10 000; clamped to the caller's
+    /// remaining wall clock).
+    pub timeout_ms: Option<u64>,
+    /// Rate limit per (principal, tool).
+    pub rate_limit: Option<crate::ratelimit::RateSpec>,
+    /// Catalog title.
+    pub title: Option<String>,
+    /// Catalog description.
+    pub description: Option<String>,
+    /// JSON Schema of the arguments.
+    pub input_schema: Option<serde_json::Value>,
+}
+
+/// `[effects]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EffectsSection {
+    /// Claim lease in ms (default: the wall-clock ceiling + 5 s).
+    pub lease_ms: Option<u64>,
+    /// How long a duplicate waits for an in-flight claim before
+    /// `idempotency_in_flight` (default 2000 ms).
+    pub in_flight_wait_ms: Option<u64>,
+    /// Days completed/released records are kept (default and minimum 14).
+    pub retention_days: Option<u64>,
+    /// Largest tool result recorded and returned, in bytes (default 1 MiB).
+    pub max_result_bytes: Option<u64>,
+    /// Maximum nesting of node-pack tools (default 3).
+    pub max_tool_depth: Option<u32>,
 }
 
 /// `[limits]`: the same fields as [`Limits`], each optional.
@@ -75,6 +134,10 @@ pub struct PackGrant {
     pub capabilities: Vec<Capability>,
     /// One host directory mounted as the pack's only preopen, at `/data`.
     pub filesystem: Option<FsGrant>,
+    /// Tool ids (or `prefix:*` patterns) the pack may call, if its manifest
+    /// also declares them.
+    #[serde(default)]
+    pub tools: Vec<String>,
 }
 
 /// A directory granted to a pack.
@@ -132,7 +195,44 @@ impl Policy {
                 )));
             }
         }
+        let mut ids = std::collections::BTreeSet::new();
+        for (i, t) in self.tools.iter().enumerate() {
+            let at = format!("tools[{i}] (`{}`)", t.id);
+            if !ids.insert(&t.id) {
+                return Err(ConfigError::Policy(format!(
+                    "{at}: the id is declared twice"
+                )));
+            }
+            match (&t.url, &t.pack_type) {
+                (Some(_), None) | (None, Some(_)) => {}
+                _ => {
+                    return Err(ConfigError::Policy(format!(
+                        "{at}: set exactly one of `url` (an HTTP tool) or `packType` (a node-pack tool)"
+                    )));
+                }
+            }
+            if t.pack_type.is_some() && t.method.is_some() {
+                return Err(ConfigError::Policy(format!(
+                    "{at}: `method` applies only to HTTP tools"
+                )));
+            }
+            if let Some(r) = &t.rate_limit {
+                r.validate()
+                    .map_err(|e| ConfigError::Policy(format!("{at}.rateLimit: {e}")))?;
+            }
+        }
+        if let Some(d) = self.effects.retention_days
+            && d < 14
+        {
+            return Err(ConfigError::Policy(format!(
+                "effects.retentionDays = {d}: effect records must be kept at least 14 days"
+            )));
+        }
         for (name, grant) in &self.packs {
+            for p in &grant.tools {
+                crate::gate::authz::pattern_matches(p, "x:y")
+                    .map_err(|e| ConfigError::Policy(format!("packs.{name}.tools: {e}")))?;
+            }
             if let Some(fs) = &grant.filesystem
                 && !fs.path.is_dir()
             {

@@ -3,21 +3,31 @@
 use crate::bindings::{NodePackPre, node, types};
 use crate::cache::{CacheStats, CompileCache};
 use crate::capability::Capability;
+use crate::effects::{EffectError, EffectState, EffectSummary, EffectTimings, Effects};
 use crate::error::{ConfigError, ErrorCode, LoadError, NodeError};
 use crate::events::EventSink;
+use crate::gate::{Gate, GateConfig};
 use crate::invoke::{
-    Call, ExecParams, InvocationReport, InvokeRequest, Returned, execute, interpret,
+    Call, ExecParams, InvocationReport, InvokeRequest, Principal, Returned, execute, interpret,
 };
 use crate::limits::Limits;
 use crate::manifest::Manifest;
 use crate::pack::{Inspection, judge_imports, read_pack, require_component, resolve};
 use crate::policy::{FsGrant, Policy};
 use crate::state::{HostState, InvocationScope};
+use crate::store::KvStore;
+use crate::tools::http_tool::HttpTool;
+use crate::tools::pack_tool::PackTool;
+use crate::tools::{
+    Egress, RegisteredTool, ToolAuth, ToolDescriptor, ToolProvider, ToolRegistry, ToolSource,
+};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
+use std::sync::{OnceLock, Weak};
+use std::time::Duration;
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
@@ -27,6 +37,9 @@ pub struct RuntimeConfig {
     policy: Policy,
     cache_dir: Option<PathBuf>,
     sink: Option<Arc<dyn EventSink>>,
+    effect_store: Option<Arc<dyn KvStore>>,
+    executor_id: Option<String>,
+    tools: Vec<RegisteredTool>,
 }
 
 impl RuntimeConfig {
@@ -52,6 +65,29 @@ impl RuntimeConfig {
     /// Receives every event. By default events are only returned in reports.
     pub fn event_sink(&mut self, sink: Arc<dyn EventSink>) -> &mut Self {
         self.sink = Some(sink);
+        self
+    }
+
+    /// Where effect claims are stored. By default an in-memory store, which
+    /// does **not** survive a restart; use a [`crate::store::SledStore`]
+    /// (the embedded durable default of the CLI) or share one store between
+    /// executors so duplicates across processes are caught.
+    pub fn effect_store(&mut self, store: Arc<dyn KvStore>) -> &mut Self {
+        self.effect_store = Some(store);
+        self
+    }
+
+    /// This executor's identity in effect claims. By default
+    /// `wop-<pid>-<start time>`.
+    pub fn executor_id(&mut self, id: impl Into<String>) -> &mut Self {
+        self.executor_id = Some(id.into());
+        self
+    }
+
+    /// Registers a tool implemented by the embedder (`host-extension`).
+    /// By default there are none.
+    pub fn tool(&mut self, tool: RegisteredTool) -> &mut Self {
+        self.tools.push(tool);
         self
     }
 }
@@ -88,7 +124,8 @@ pub struct RuntimeStats {
     pub instantiations: u64,
 }
 
-struct Inner {
+pub(crate) struct Inner {
+    gate: Arc<Gate>,
     engine: &'static Engine,
     fingerprint: String,
     linker: Linker<HostState>,
@@ -118,7 +155,140 @@ pub struct Runtime {
     inner: Arc<Inner>,
 }
 
+fn build_gate(
+    config: &RuntimeConfig,
+    me: &Arc<OnceLock<Weak<Inner>>>,
+) -> Result<Gate, ConfigError> {
+    let policy = &config.policy;
+    let e = &policy.effects;
+    let max_result_bytes = e.max_result_bytes.unwrap_or(1 << 20);
+    let mut registry = ToolRegistry::default();
+    for t in &policy.tools {
+        let provider: Arc<dyn ToolProvider> = match (&t.url, &t.pack_type) {
+            (Some(url), None) => Arc::new(
+                HttpTool::new(url, t.method.as_deref().unwrap_or("POST"), max_result_bytes)
+                    .map_err(|m| ConfigError::Policy(format!("tools `{}`: {m}", t.id)))?,
+            ),
+            (None, Some(ty)) => Arc::new(PackTool::new(
+                ty.clone(),
+                e.max_tool_depth.unwrap_or(3),
+                me.clone(),
+            )),
+            _ => {
+                return Err(ConfigError::Policy(format!(
+                    "tools `{}`: set exactly one of url or packType",
+                    t.id
+                )));
+            }
+        };
+        let mut d = ToolDescriptor::new(
+            t.id.clone(),
+            if t.url.is_some() {
+                ToolSource::Connector
+            } else {
+                ToolSource::NodePack
+            },
+            t.safety_tier,
+        );
+        d.title = t.title.clone();
+        d.description = t.description.clone();
+        d.input_schema = t.input_schema.clone();
+        d.replay_policy = t.replay_policy;
+        d.auth = (!t.scopes.is_empty()).then(|| ToolAuth {
+            scopes: t.scopes.clone(),
+            credential_ref: false,
+        });
+        d.egress = Some(if t.url.is_some() {
+            Egress::HostOwned
+        } else {
+            Egress::None
+        });
+        registry
+            .register(RegisteredTool {
+                descriptor: d,
+                tenants: t.tenants.clone(),
+                rate: t.rate_limit,
+                timeout: Duration::from_millis(t.timeout_ms.unwrap_or(10_000)),
+                provider,
+            })
+            .map_err(ConfigError::Policy)?;
+    }
+    for t in &config.tools {
+        registry.register(t.clone()).map_err(ConfigError::Policy)?;
+    }
+    let kv = config
+        .effect_store
+        .clone()
+        .unwrap_or_else(|| Arc::new(crate::store::MemoryStore::new()));
+    let executor = config
+        .executor_id
+        .clone()
+        .unwrap_or_else(|| format!("wop-{}-{}", std::process::id(), crate::effects::now_ms()));
+    let lease_ms = e
+        .lease_ms
+        .unwrap_or_else(|| policy.limits().wall_clock_ms.saturating_add(5_000));
+    Ok(Gate::new(
+        registry,
+        Effects::new(kv, executor),
+        GateConfig {
+            timings: EffectTimings {
+                lease: Duration::from_millis(lease_ms),
+                in_flight_wait: Duration::from_millis(e.in_flight_wait_ms.unwrap_or(2_000)),
+                poll: Duration::from_millis(25),
+            },
+            max_result_bytes,
+        },
+    ))
+}
+
 impl Runtime {
+    pub(crate) fn from_inner(inner: Arc<Inner>) -> Self {
+        Self { inner }
+    }
+
+    /// The gate (tool catalog and effect store).
+    pub fn gate(&self) -> &Gate {
+        &self.inner.gate
+    }
+
+    /// The tool catalog a principal may see in a tenant, sorted by `toolId`.
+    pub fn catalog(&self, principal: &Principal, tenant: &str) -> Vec<ToolDescriptor> {
+        self.inner.gate.catalog(principal, tenant)
+    }
+
+    /// A run's effects: `{effectId, nodeId, attempt, keying, state, at}`.
+    pub async fn effects(&self, run_id: &str) -> Result<Vec<EffectSummary>, EffectError> {
+        self.inner.gate.effects().list_run(run_id).await
+    }
+
+    /// Operator resolution of an effect whose outcome is unknown.
+    pub async fn resolve_effect(
+        &self,
+        effect_id: &str,
+        to: EffectState,
+    ) -> Result<EffectSummary, EffectError> {
+        self.inner
+            .gate
+            .effects()
+            .resolve(effect_id, to)
+            .await
+            .map(|r| EffectSummary::from(&r))
+    }
+
+    /// Deletes finished effect records older than the retention period
+    /// (policy `effects.retentionDays`, at least 14 days).
+    pub async fn purge_effects(&self) -> Result<usize, EffectError> {
+        let days = self
+            .inner
+            .policy
+            .effects
+            .retention_days
+            .unwrap_or(14)
+            .max(14);
+        let cutoff = crate::effects::now_ms().saturating_sub(days * 86_400_000);
+        self.inner.gate.effects().purge(cutoff).await
+    }
+
     /// Builds a runtime. The wasm engine is created once per process and
     /// shared by every runtime.
     pub fn new(config: &RuntimeConfig) -> Result<Runtime, ConfigError> {
@@ -130,8 +300,11 @@ impl Runtime {
                 ConfigError::Io(format!("cannot create cache dir {}: {e}", d.display()))
             })?;
         }
-        Ok(Runtime {
+        let me = Arc::new(OnceLock::new());
+        let gate = Arc::new(build_gate(config, &me)?);
+        let rt = Runtime {
             inner: Arc::new(Inner {
+                gate,
                 engine,
                 fingerprint: crate::engine::fingerprint(engine),
                 linker,
@@ -141,7 +314,9 @@ impl Runtime {
                 packs: RwLock::new(BTreeMap::new()),
                 instantiations: AtomicU64::new(0),
             }),
-        })
+        };
+        let _ = me.set(Arc::downgrade(&rt.inner));
+        Ok(rt)
     }
 
     /// The operator policy in force.
@@ -285,6 +460,11 @@ impl Runtime {
             attempt: 1,
             type_id: String::new(),
             capabilities: Capability::BASE.into_iter().collect(),
+            principal: Principal::default(),
+            pack: m.name.clone(),
+            declared_tools: Vec::new(),
+            granted_tools: Vec::new(),
+            depth: 0,
         };
         let exec = execute(self.params(pack, scope), Call::Describe).await;
         let info = match exec.result {
@@ -312,6 +492,7 @@ impl Runtime {
             limits: pack.inspection.limits,
             fs: pack.inspection.filesystem.as_ref(),
             instantiations: &self.inner.instantiations,
+            gate: self.inner.gate.clone(),
         }
     }
 
@@ -340,6 +521,10 @@ impl Runtime {
     /// Runs one node invocation in a fresh sandbox. Never panics on
     /// anything the pack does; every failure is in the report's outcome.
     pub async fn invoke(&self, req: InvokeRequest) -> InvocationReport {
+        self.invoke_at_depth(req, 0).await
+    }
+
+    pub(crate) async fn invoke_at_depth(&self, req: InvokeRequest, depth: u32) -> InvocationReport {
         let Some(pack) = self.pack_for(&req.type_id) else {
             let report = InvocationReport {
                 outcome: Err(NodeError::runtime(
@@ -363,6 +548,11 @@ impl Runtime {
             attempt: req.context.attempt,
             type_id: req.type_id.clone(),
             capabilities: pack.inspection.effective.clone(),
+            principal: req.principal.clone(),
+            pack: m.name.clone(),
+            declared_tools: m.wop.tools.clone(),
+            granted_tools: self.inner.policy.grant(&m.name).tools,
+            depth,
         };
         let wit_req = node::Request {
             context: types::NodeContext {

@@ -24,6 +24,22 @@ pub(crate) struct InvocationScope {
     pub attempt: u32,
     pub type_id: String,
     pub capabilities: BTreeSet<Capability>,
+    pub principal: crate::invoke::Principal,
+    pub pack: String,
+    pub declared_tools: Vec<String>,
+    pub granted_tools: Vec<String>,
+    pub depth: u32,
+}
+
+impl InvocationScope {
+    pub(crate) fn context(&self) -> crate::invoke::RunContext {
+        crate::invoke::RunContext {
+            run_id: self.run_id.clone(),
+            node_id: self.node_id.clone(),
+            tenant_id: self.tenant_id.clone(),
+            attempt: self.attempt,
+        }
+    }
 }
 
 /// The log buffer shared between the `log` interface and WASI stdio.
@@ -52,6 +68,12 @@ pub(crate) struct HostState {
     pub host_fault: Option<Fault>,
     /// When instantiation finished.
     pub instantiated_at: Option<Instant>,
+    /// The gate every side-effecting host call goes through.
+    pub gate: Arc<crate::gate::Gate>,
+    /// Per-invocation call counters (call ids, effect ordinals).
+    pub counters: crate::gate::CallCounters,
+    /// When this invocation's wall clock runs out.
+    pub deadline: Instant,
 }
 
 impl HostState {
@@ -102,6 +124,20 @@ impl HostState {
             return Err(self.host_cap("host-arg-bytes", cap, len as u64));
         }
         Ok(())
+    }
+
+    /// The call site for the gate.
+    pub(crate) fn call_site(&self, transport: crate::events::Transport) -> crate::gate::CallSite {
+        crate::gate::CallSite {
+            principal: self.scope.principal.clone(),
+            context: self.scope.context(),
+            pack: self.scope.pack.clone(),
+            declared: self.scope.declared_tools.clone(),
+            granted: self.scope.granted_tools.clone(),
+            deadline: self.deadline,
+            depth: self.scope.depth,
+            transport,
+        }
     }
 
     pub(crate) fn seed(scope: &InvocationScope) -> Seed {

@@ -4,6 +4,7 @@
 
 mod cache;
 mod filesystem;
+mod gate;
 mod hostile;
 mod manifest;
 mod replay;

@@ -1,0 +1,134 @@
+//! Operator HTTP tools: the runtime POSTs (or PUTs, ...) the arguments as
+//! JSON to an endpoint the operator configured and returns the JSON reply.
+//! These endpoints are operator-trusted (loopback and private addresses are
+//! allowed because the operator wrote them), unlike pack egress. For
+//! effects the effect identity is sent as the `Idempotency-Key` header.
+
+use crate::tools::{ToolCall, ToolFailure, ToolProvider};
+use serde_json::Value;
+
+/// One operator HTTP tool.
+pub struct HttpTool {
+    client: reqwest::Client,
+    url: reqwest::Url,
+    method: reqwest::Method,
+    max_response_bytes: u64,
+}
+
+impl HttpTool {
+    /// A tool calling `url` with `method`, reading at most
+    /// `max_response_bytes` of the reply.
+    pub fn new(url: &str, method: &str, max_response_bytes: u64) -> Result<Self, String> {
+        let url = reqwest::Url::parse(url).map_err(|e| format!("url `{url}` is invalid: {e}"))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!("url `{url}` must be http or https"));
+        }
+        let method = match method.to_ascii_uppercase().as_str() {
+            "POST" => reqwest::Method::POST,
+            "PUT" => reqwest::Method::PUT,
+            "PATCH" => reqwest::Method::PATCH,
+            "DELETE" => reqwest::Method::DELETE,
+            "GET" => reqwest::Method::GET,
+            other => {
+                return Err(format!(
+                    "method `{other}` is not supported (POST, PUT, PATCH, DELETE, GET)"
+                ));
+            }
+        };
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(Self {
+            client,
+            url,
+            method,
+            max_response_bytes,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl ToolProvider for HttpTool {
+    async fn call(&self, call: ToolCall) -> Result<Value, ToolFailure> {
+        let mut req = self
+            .client
+            .request(self.method.clone(), self.url.clone())
+            .timeout(call.timeout)
+            .header("content-type", "application/json")
+            .header("x-openwop-run-id", &call.context.run_id)
+            .header("x-openwop-node-id", &call.context.node_id)
+            .header("x-openwop-principal", &call.principal.id);
+        if let Some(k) = &call.idempotency_key {
+            req = req.header("idempotency-key", k);
+        }
+        let body = serde_json::to_vec(&call.arguments).unwrap_or_default();
+        let resp = match req.body(body).send().await {
+            Ok(r) => r,
+            Err(e) if e.is_connect() => {
+                return Err(ToolFailure::not_sent(
+                    "upstream_unavailable",
+                    format!("cannot connect to tool `{}`: {e}", call.tool_id),
+                ));
+            }
+            Err(e) if e.is_builder() => {
+                return Err(ToolFailure::not_sent(
+                    "internal_error",
+                    format!("cannot build the request for `{}`: {e}", call.tool_id),
+                ));
+            }
+            Err(e) => {
+                return Err(ToolFailure::unknown(
+                    "upstream_unavailable",
+                    format!("tool `{}` did not answer: {e}", call.tool_id),
+                ));
+            }
+        };
+        let status = resp.status();
+        let bytes = read_capped(resp, self.max_response_bytes)
+            .await
+            .map_err(|m| {
+                ToolFailure::unknown(
+                    "upstream_unavailable",
+                    format!("tool `{}`: {m}", call.tool_id),
+                )
+            })?;
+        let parsed: Result<Value, _> = serde_json::from_slice(&bytes);
+        if status.is_success() {
+            return parsed.map_err(|e| {
+                ToolFailure::answered(
+                    "upstream_unavailable",
+                    format!("tool `{}` answered with invalid JSON: {e}", call.tool_id),
+                    None,
+                )
+            });
+        }
+        let code = if status.is_client_error() {
+            "validation_error"
+        } else {
+            "upstream_unavailable"
+        };
+        Err(ToolFailure::answered(
+            code,
+            format!("tool `{}` answered HTTP {}", call.tool_id, status.as_u16()),
+            Some(serde_json::json!({"status": status.as_u16(), "body": parsed.ok()})),
+        ))
+    }
+}
+
+async fn read_capped(mut resp: reqwest::Response, cap: u64) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    loop {
+        match resp.chunk().await {
+            Ok(Some(c)) => {
+                if (out.len() + c.len()) as u64 > cap {
+                    return Err(format!("the reply exceeds {cap} bytes"));
+                }
+                out.extend_from_slice(&c);
+            }
+            Ok(None) => return Ok(out),
+            Err(e) => return Err(format!("reading the reply failed: {e}")),
+        }
+    }
+}
