@@ -14,7 +14,9 @@ use crate::error::ErrorCode;
 use crate::events::{Event, ToolStatus, Transport};
 use crate::invoke::{Principal, RunContext};
 use crate::ratelimit::RateLimiter;
-use crate::tools::{ReplayPolicy, ToolCall, ToolDescriptor, ToolFailure, ToolRegistry};
+use crate::tools::{
+    RegisteredTool, ReplayPolicy, ToolCall, ToolDescriptor, ToolFailure, ToolRegistry,
+};
 use authz::Denial;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -206,35 +208,7 @@ impl Gate {
         idempotency_key: Option<&str>,
         events: &mut Vec<Event>,
     ) -> Result<Value, GateError> {
-        counters.calls += 1;
-        let id = call_id(&site.context, counters.calls);
-        let agent = site.principal.id.clone();
-        events.push(Event::ToolCalled {
-            agent_id: agent.clone(),
-            tool_name: tool_id.to_owned(),
-            call_id: id.clone(),
-            args_hash: crate::jcs::args_hash(&arguments),
-            principal: site.principal.id.clone(),
-            transport: site.transport,
-        });
-        let returned = |status: ToolStatus,
-                        duration: Option<Duration>,
-                        r: &Result<Value, GateError>,
-                        replayed: bool,
-                        effect_id: Option<String>| {
-            Event::ToolReturned {
-                agent_id: agent.clone(),
-                tool_name: tool_id.to_owned(),
-                call_id: id.clone(),
-                status,
-                duration_ms: duration.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-                outcome: r.as_ref().ok().map(preview),
-                error: r.as_ref().err().map(GateError::as_json),
-                replayed,
-                effect_id,
-                untrusted: true,
-            }
-        };
+        let ret = self.begin_call(site, counters, tool_id, &arguments, events);
 
         // 1. Authorization (never performed when denied).
         let tool = self.registry.get(tool_id);
@@ -248,15 +222,119 @@ impl Gate {
         ) {
             let (status, err) = denial_error(tool_id, d);
             let r = Err(err);
-            events.push(returned(status, None, &r, false, None));
+            events.push(ret.event(status, None, &r, false, None));
             return r;
         }
         let Some(tool) = tool else {
             let r = Err(not_found(tool_id));
-            events.push(returned(ToolStatus::Error, None, &r, false, None));
+            events.push(ret.event(ToolStatus::Error, None, &r, false, None));
             return r;
         };
+        self.perform(
+            site,
+            counters,
+            tool,
+            arguments,
+            idempotency_key,
+            events,
+            &ret,
+        )
+        .await
+    }
 
+    /// Runs a call of a tool the caller has already authorized by its own
+    /// rules (safe-fetch destinations: `http:<host>` after the allow-list
+    /// and address checks). Everything after authorization is the same path
+    /// as [`Gate::call`]: rate limit, effect claim, perform, record, events.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn call_authorized(
+        &self,
+        site: &CallSite,
+        counters: &mut CallCounters,
+        tool: &RegisteredTool,
+        arguments: Value,
+        idempotency_key: Option<&str>,
+        events: &mut Vec<Event>,
+    ) -> Result<Value, GateError> {
+        let ret = self.begin_call(site, counters, &tool.descriptor.tool_id, &arguments, events);
+        self.perform(
+            site,
+            counters,
+            tool,
+            arguments,
+            idempotency_key,
+            events,
+            &ret,
+        )
+        .await
+    }
+
+    /// Emits a denial for a call refused before the gate could run it
+    /// (e.g. a safe-fetch destination outside the allow-list): the pair of
+    /// audit events, status `forbidden`, no `durationMs`.
+    pub fn deny(
+        &self,
+        site: &CallSite,
+        counters: &mut CallCounters,
+        tool_id: &str,
+        arguments: &Value,
+        error: GateError,
+        events: &mut Vec<Event>,
+    ) -> GateError {
+        let ret = self.begin_call(site, counters, tool_id, arguments, events);
+        let status = match error.kind {
+            GateErrorKind::Forbidden => ToolStatus::Forbidden,
+            GateErrorKind::RateLimited => ToolStatus::RateLimited,
+            _ => ToolStatus::Error,
+        };
+        let r = Err(error);
+        events.push(ret.event(status, None, &r, false, None));
+        match r {
+            Err(e) => e,
+            Ok(_) => unreachable_error(),
+        }
+    }
+
+    fn begin_call(
+        &self,
+        site: &CallSite,
+        counters: &mut CallCounters,
+        tool_id: &str,
+        arguments: &Value,
+        events: &mut Vec<Event>,
+    ) -> Returned {
+        counters.calls += 1;
+        let id = call_id(&site.context, counters.calls);
+        events.push(Event::ToolCalled {
+            agent_id: site.principal.id.clone(),
+            tool_name: tool_id.to_owned(),
+            call_id: id.clone(),
+            args_hash: crate::jcs::args_hash(arguments),
+            principal: site.principal.id.clone(),
+            transport: site.transport,
+        });
+        Returned {
+            agent: site.principal.id.clone(),
+            tool: tool_id.to_owned(),
+            call_id: id,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn perform(
+        &self,
+        site: &CallSite,
+        counters: &mut CallCounters,
+        tool: &RegisteredTool,
+        arguments: Value,
+        idempotency_key: Option<&str>,
+        events: &mut Vec<Event>,
+        ret: &Returned,
+    ) -> Result<Value, GateError> {
+        let tool_id = tool.descriptor.tool_id.as_str();
+        let returned = |status, duration, r: &Result<Value, GateError>, replayed, effect_id| {
+            ret.event(status, duration, r, replayed, effect_id)
+        };
         // 2. Rate limit per (principal, tool).
         if let Some(spec) = &tool.rate
             && let Err(retry) =
@@ -491,6 +569,46 @@ impl Gate {
             }),
         }
     }
+}
+
+/// The pairing data for `agent.tool-returned`.
+struct Returned {
+    agent: String,
+    tool: String,
+    call_id: String,
+}
+
+impl Returned {
+    fn event(
+        &self,
+        status: ToolStatus,
+        duration: Option<Duration>,
+        r: &Result<Value, GateError>,
+        replayed: bool,
+        effect_id: Option<String>,
+    ) -> Event {
+        Event::ToolReturned {
+            agent_id: self.agent.clone(),
+            tool_name: self.tool.clone(),
+            call_id: self.call_id.clone(),
+            status,
+            duration_ms: duration.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            outcome: r.as_ref().ok().map(preview),
+            error: r.as_ref().err().map(GateError::as_json),
+            replayed,
+            effect_id,
+            untrusted: true,
+        }
+    }
+}
+
+fn unreachable_error() -> GateError {
+    GateError::new(
+        GateErrorKind::Failed,
+        ErrorCode::InternalError.as_str(),
+        "internal error",
+        Value::Null,
+    )
 }
 
 fn not_found(tool_id: &str) -> GateError {
