@@ -1,7 +1,20 @@
-//! Benchmarks of the wop runtime; see README.md. Ratios against a bare
-//! wasmtime baseline measured in the same run, never absolute thresholds.
+//! Benchmarks of the wop runtime and golden fuel numbers; see README.md.
+//! Ratios against a bare wasmtime baseline measured in the same run, never
+//! absolute thresholds.
+//!
+//! - [`bare`]: the bare-wasmtime host for components (the baseline);
+//! - [`wat`]: the CPU kernels as a core module under each metering
+//!   configuration;
+//! - [`gate`]: gate fixtures (authorization, claims, no-op tools);
+//! - [`invoke_kernel`]: the `kernels` testing pack through the runtime.
 
+pub mod bare;
+pub mod gate;
+pub mod wat;
+
+use anyhow::{Result, anyhow};
 use std::time::Duration;
+use wop_runtime::{InvokeRequest, Outcome, Runtime, RuntimeConfig};
 
 /// Percentiles of a sample, in microseconds.
 #[derive(Debug, Clone, Copy)]
@@ -27,5 +40,46 @@ pub fn stats(mut samples: Vec<Duration>) -> Stats {
         p50_us: at(0.5),
         p99_us: at(0.99),
         per_sec: if total > 0.0 { n as f64 / total } else { 0.0 },
+    }
+}
+
+/// The node type of the `kernels` testing pack.
+pub const KERNELS_TYPE: &str = "wop.testing.kernels";
+
+/// The `kernels` pack's inputs for `kernel` (`loop`, `collatz`, `fib`,
+/// `sieve`, `noop-log`) and `n`.
+pub fn kernel_inputs(kernel: &str, n: u32) -> serde_json::Value {
+    serde_json::json!({ "kernel": kernel, "n": n })
+}
+
+/// A runtime (default policy) with the `kernels` pack loaded.
+pub async fn kernels_runtime() -> Result<Runtime> {
+    let rt = Runtime::new(&RuntimeConfig::new())?;
+    rt.load_pack(&wop_test_packs::pack_dir("kernels")).await?;
+    Ok(rt)
+}
+
+/// What one invocation of the `kernels` pack returned and consumed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelRun {
+    /// The output's `result`.
+    pub result: u64,
+    /// `usage.fuel_consumed` of the invocation.
+    pub fuel: u64,
+}
+
+/// Runs `kernel(n)` of the `kernels` pack through [`Runtime::invoke`].
+pub async fn invoke_kernel(rt: &Runtime, kernel: &str, n: u32) -> Result<KernelRun> {
+    let report = rt
+        .invoke(InvokeRequest::new(KERNELS_TYPE, kernel_inputs(kernel, n)))
+        .await;
+    match report.outcome {
+        Ok(Outcome::Completed { output }) => Ok(KernelRun {
+            result: output["result"]
+                .as_u64()
+                .ok_or_else(|| anyhow!("{kernel}/{n}: no `result` in {output}"))?,
+            fuel: report.usage.fuel_consumed,
+        }),
+        other => Err(anyhow!("{kernel}/{n}: expected completed, got {other:?}")),
     }
 }

@@ -2,6 +2,10 @@
 //! assembles one directory per pack in `$OUT_DIR/packs/<name>/`:
 //! `pack.json` (with `x-wop.sha256` filled in) and `<name>.wasm`.
 //!
+//! The WASM ABI v1 core-module packs under `sample-packs/abi/` (crates
+//! `wop-abi-<name>`) are excluded from that build and built in a second
+//! cargo invocation for `wasm32-unknown-unknown` (no WASI).
+//!
 //! The inner build uses its own target directory (`target/wasm-packs`) so it
 //! never waits on the outer build's lock, and runs with the outer build's
 //! environment scrubbed (rustflags, wrappers, jobserver, cfg/feature vars)
@@ -19,6 +23,12 @@ use sha2::{Digest, Sha256};
 
 /// The guest target.
 const TARGET: &str = "wasm32-wasip2";
+
+/// The target of the ABI v1 core-module packs.
+const CORE_TARGET: &str = "wasm32-unknown-unknown";
+
+/// Directory under `sample-packs/` and crate-name prefix of the ABI v1 packs.
+const ABI_GROUP: (&str, &str) = ("abi", "wop-abi-");
 
 /// Pack groups: directory under `sample-packs/` and crate-name prefix.
 const GROUPS: &[(&str, &str)] = &[("samples", "wop_sample_"), ("testing", "wop_testing_")];
@@ -90,21 +100,30 @@ fn main() {
         guest.join("Cargo.lock"),
         guest.join("samples"),
         guest.join("testing"),
+        guest.join(ABI_GROUP.0),
         repo.join("sdk").join("rust"),
         repo.join("wit"),
     ] {
         println!("cargo:rerun-if-changed={}", path.display());
     }
 
-    check_target(&rustc);
+    check_target(&rustc, TARGET);
+    let abi_names = pack_names(&guest, ABI_GROUP.0);
+    if !abi_names.is_empty() {
+        check_target(&rustc, CORE_TARGET);
+    }
 
-    // Build every guest crate.
+    // Build every guest crate except the ABI v1 ones for wasip2.
     let mut cmd = Command::new(&cargo);
     cmd.arg("build")
         .arg("--release")
         .arg("--target")
         .arg(TARGET)
-        .arg("--manifest-path")
+        .arg("--workspace");
+    for name in &abi_names {
+        cmd.arg("--exclude").arg(format!("{}{name}", ABI_GROUP.1));
+    }
+    cmd.arg("--manifest-path")
         .arg(guest.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(&wasm_target_dir)
@@ -120,18 +139,36 @@ fn main() {
             cmd.env_remove(name);
         }
     }
-    let output = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("could not run {cargo:?} to build the guest packs: {e}"));
-    eprint!("{}", String::from_utf8_lossy(&output.stdout));
-    if !output.status.success() {
-        panic!(
-            "building sample-packs for {TARGET} failed ({}); see the cargo output above. \
-             If the target is missing, run `rustup target add wasm32-wasip2`.",
-            output.status
-        );
-    }
+    run_build(cmd, &cargo, TARGET);
     let wasm_dir = wasm_target_dir.join(TARGET).join("release");
+
+    // The ABI v1 core modules, for wasm32-unknown-unknown.
+    if !abi_names.is_empty() {
+        let mut cmd = Command::new(&cargo);
+        cmd.arg("build")
+            .arg("--release")
+            .arg("--target")
+            .arg(CORE_TARGET);
+        for name in &abi_names {
+            cmd.arg("-p").arg(format!("{}{name}", ABI_GROUP.1));
+        }
+        cmd.arg("--manifest-path")
+            .arg(guest.join("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&wasm_target_dir)
+            .current_dir(&guest)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        for (name, _) in env::vars_os() {
+            if let Some(name) = name.to_str()
+                && scrubbed(name)
+            {
+                cmd.env_remove(name);
+            }
+        }
+        run_build(cmd, &cargo, CORE_TARGET);
+    }
+    let core_dir = wasm_target_dir.join(CORE_TARGET).join("release");
 
     // Assemble $OUT_DIR/packs/<name>/.
     let packs_dir = out_dir.join("packs");
@@ -173,6 +210,20 @@ fn main() {
         groups.push(names);
     }
 
+    for name in &abi_names {
+        assert!(
+            seen.insert(name.clone()),
+            "pack name `{name}` is used twice"
+        );
+        let src = guest.join(ABI_GROUP.0).join(name);
+        let wasm = core_dir.join(format!(
+            "{}{}.wasm",
+            ABI_GROUP.1.replace('-', "_"),
+            name.replace('-', "_")
+        ));
+        assemble(name, &src, &wasm, &packs_dir.join(name));
+    }
+
     let list = |names: &[String]| {
         names
             .iter()
@@ -186,19 +237,57 @@ fn main() {
          /// The adversarial testing packs (directories under\n\
          /// `sample-packs/testing/`), sorted.\n\
          pub const TESTING: &[&str] = &[{}];\n\n\
+         /// The WASM ABI v1 core-module packs (directories under\n\
+         /// `sample-packs/abi/`, built for wasm32-unknown-unknown), sorted.\n\
+         pub const ABI_V1: &[&str] = &[{}];\n\n\
          /// (name, assembled `pack.json`, component bytes) of every pack.\n\
          static EMBEDDED: &[(&str, &[u8], &[u8])] = &[\n{embedded}];\n",
         list(&groups[0]),
         list(&groups[1]),
+        list(&abi_names),
     );
     fs::write(out_dir.join("packs.rs"), generated).expect("write $OUT_DIR/packs.rs");
 }
 
-/// Fail with the `rustup` hint when the standard library for [`TARGET`] is
+/// Runs one inner cargo build, failing with the `rustup` hint.
+fn run_build(mut cmd: Command, cargo: &std::ffi::OsStr, target: &str) {
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("could not run {cargo:?} to build the guest packs: {e}"));
+    eprint!("{}", String::from_utf8_lossy(&output.stdout));
+    if !output.status.success() {
+        panic!(
+            "building sample-packs for {target} failed ({}); see the cargo output above. \
+             If the target is missing, run `rustup target add {target}`.",
+            output.status
+        );
+    }
+}
+
+/// The sorted pack directories (holding a Cargo.toml) under `sample-packs/<group>/`.
+fn pack_names(guest: &Path, group: &str) -> Vec<String> {
+    let Ok(dir) = fs::read_dir(guest.join(group)) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = dir
+        .map(|entry| entry.expect("read_dir entry").path())
+        .filter(|p| p.join("Cargo.toml").is_file())
+        .map(|p| {
+            p.file_name()
+                .expect("dir name")
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Fail with the `rustup` hint when the standard library for `target` is
 /// not installed.
-fn check_target(rustc: &std::ffi::OsStr) {
+fn check_target(rustc: &std::ffi::OsStr, target: &str) {
     let output = Command::new(rustc)
-        .args(["--print", "target-libdir", "--target", TARGET])
+        .args(["--print", "target-libdir", "--target", target])
         .env_remove("RUSTC_WORKSPACE_WRAPPER")
         .output();
     let installed = match output {
@@ -217,8 +306,8 @@ fn check_target(rustc: &std::ffi::OsStr) {
     };
     if !installed {
         panic!(
-            "the Rust standard library for {TARGET} is not installed; \
-             run `rustup target add wasm32-wasip2` and build again"
+            "the Rust standard library for {target} is not installed; \
+             run `rustup target add {target}` and build again"
         );
     }
 }

@@ -5,93 +5,8 @@
 //! Run: `cargo run --release -p fuel-benches --bin latency [-- N]`
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+use fuel_benches::bare;
 use std::time::Instant;
-use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Config, Engine, Store};
-use wasmtime_wasi::{ResourceTable, WasiCtx, WasiCtxView, WasiView};
-
-wasmtime::component::bindgen!({
-    path: "../wit",
-    world: "node-pack",
-    imports: { default: async },
-    exports: { default: async },
-});
-
-struct Bare {
-    wasi: WasiCtx,
-    table: ResourceTable,
-}
-
-impl WasiView for Bare {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
-
-use openwop::node_pack::{clock, http, log, mcp, random, tools, types};
-impl types::Host for Bare {}
-impl log::Host for Bare {
-    async fn log(&mut self, _: log::Level, _: String, _: Option<String>) {}
-}
-impl clock::Host for Bare {
-    async fn now_ms(&mut self) -> u64 {
-        0
-    }
-}
-impl random::Host for Bare {
-    async fn fill(&mut self, len: u32) -> Vec<u8> {
-        vec![0; len as usize]
-    }
-}
-impl tools::Host for Bare {
-    async fn call(
-        &mut self,
-        _: String,
-        _: String,
-        _: Option<String>,
-    ) -> Result<String, tools::ToolError> {
-        Ok("null".into())
-    }
-    async fn list(&mut self) -> Vec<tools::ToolDescriptor> {
-        Vec::new()
-    }
-}
-impl http::Host for Bare {
-    async fn safe_fetch(&mut self, _: http::Request) -> Result<http::Response, types::ErrorInfo> {
-        Err(types::ErrorInfo {
-            code: "x".into(),
-            message: String::new(),
-            details: None,
-        })
-    }
-}
-impl mcp::Host for Bare {
-    async fn call_tool(
-        &mut self,
-        _: String,
-        _: String,
-        _: String,
-        _: Option<String>,
-    ) -> Result<String, types::ErrorInfo> {
-        Ok("null".into())
-    }
-    async fn list_tools(
-        &mut self,
-        _: String,
-        _: Option<String>,
-    ) -> Result<String, types::ErrorInfo> {
-        Ok("null".into())
-    }
-    async fn read_resource(&mut self, _: String, _: String) -> Result<String, types::ErrorInfo> {
-        Ok("null".into())
-    }
-    async fn server_health(&mut self, _: String) -> Result<String, types::ErrorInfo> {
-        Ok("null".into())
-    }
-}
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -104,50 +19,14 @@ async fn main() {
     // Bare wasmtime: WASI p2, no-op host functions, no fuel, no limits.
     // Two baselines: the default config (on-demand allocation) and the
     // pooling allocator wop itself uses.
-    let default_engine = Engine::new(&Config::new()).unwrap();
-    let pooling_engine = {
-        let mut c = Config::new();
-        c.allocation_strategy(wasmtime::InstanceAllocationStrategy::pooling());
-        Engine::new(&c).unwrap()
-    };
-    let pre_for = |engine: &Engine| {
-        let component = Component::from_file(engine, wop_test_packs::wasm_path("hello")).unwrap();
-        let mut linker: Linker<Bare> = Linker::new(engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
-        NodePack::add_to_linker::<Bare, HasSelf<Bare>>(&mut linker, |s| s).unwrap();
-        NodePackPre::new(linker.instantiate_pre(&component).unwrap()).unwrap()
-    };
-    let pre_default = pre_for(&default_engine);
-    let pre_pooling = pre_for(&pooling_engine);
-    let req = exports::openwop::node_pack::node::Request {
-        context: types::NodeContext {
-            run_id: "r".into(),
-            node_id: "n".into(),
-            tenant_id: "t".into(),
-            attempt: 1,
-            type_id: "wop.samples.hello".into(),
-        },
-        inputs: inputs.to_string(),
-        config: "{}".into(),
-        resume: None,
-    };
-    let bare_once = |pre: &NodePackPre<Bare>| {
-        let pre = pre.clone();
-        let req = req.clone();
+    let hello = wop_test_packs::wasm_path("hello");
+    let pre_default = bare::pre(&bare::engine(false).unwrap(), &hello).unwrap();
+    let pre_pooling = bare::pre(&bare::engine(true).unwrap(), &hello).unwrap();
+    let req = bare::request("wop.samples.hello", &inputs);
+    let bare_once = |pre: &bare::NodePackPre<bare::Bare>| {
+        let (pre, req) = (pre.clone(), req.clone());
         async move {
-            let mut store = Store::new(
-                pre.engine(),
-                Bare {
-                    wasi: WasiCtx::builder().build(),
-                    table: ResourceTable::new(),
-                },
-            );
-            let inst = pre.instantiate_async(&mut store).await.unwrap();
-            inst.openwop_node_pack_node()
-                .call_invoke(&mut store, &req)
-                .await
-                .unwrap()
-                .unwrap();
+            bare::invoke(&pre, &req).await.unwrap();
         }
     };
 

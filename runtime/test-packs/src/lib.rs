@@ -9,6 +9,10 @@
 //! <packs_dir>/<name>/<name>.wasm   # the component
 //! ```
 //!
+//! The WASM ABI v1 core-module packs in `sample-packs/abi/` ([`ABI_V1`]) are
+//! built for `wasm32-unknown-unknown` and assembled the same way (they are
+//! not in [`embedded`]).
+//!
 //! Tests load packs from [`pack_dir`]; the `wop demo` CLI embeds them all
 //! through [`embedded`]. Building this crate needs the `wasm32-wasip2` target
 //! (`rustup target add wasm32-wasip2`).

@@ -17,6 +17,9 @@ pub enum Mode {
     Hang,
     /// Answer with this status and body.
     Status(u16, String),
+    /// Write these bytes verbatim as the whole response, then close
+    /// (redirects, 101, bodies without a length, ...).
+    Raw(String),
 }
 
 /// One received request.
@@ -99,6 +102,11 @@ impl Server {
                             return;
                         }
                         Mode::Status(s, b) => (s, b),
+                        Mode::Raw(raw) => {
+                            let _ = sock.write_all(raw.as_bytes()).await;
+                            let _ = sock.shutdown().await;
+                            return;
+                        }
                     };
                     let resp = format!(
                         "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",

@@ -1,7 +1,9 @@
 //! `wop`: run, inspect and demo OpenWOP node packs in the wop sandbox.
 
+mod capabilities;
 mod demo;
 mod output;
+mod probe;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
@@ -49,6 +51,75 @@ enum Command {
     Effects(EffectsArgs),
     /// List the tools a principal may see.
     Tools(ToolsArgs),
+    /// Usage and cost, rolled up per run and per pack (persisted in the store).
+    Usage(UsageArgs),
+    /// Conformance probe: call one export of a core module (`.wasm`) in the
+    /// sandbox and print one JSON line (`{"ok":true,"result":N}` or
+    /// `{"ok":false,"error":{...}}`).
+    Probe(probe::ProbeArgs),
+    /// Print the runtime's capability document (`nodePackRuntimes`,
+    /// `sandbox`) as JSON.
+    Capabilities(capabilities::CapabilitiesArgs),
+}
+
+#[derive(Args)]
+struct UsageArgs {
+    /// Only this run.
+    #[arg(long)]
+    run: Option<String>,
+    /// Only this pack (name).
+    #[arg(long)]
+    pack: Option<String>,
+    /// Also list every invocation record.
+    #[arg(long)]
+    records: bool,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// A run's budget and bounds from flags (the first invocation of a run
+/// fixes its budget).
+#[derive(Args)]
+struct RunLimitArgs {
+    /// Budget: performed tool calls across the run.
+    #[arg(long)]
+    max_tool_calls: Option<u64>,
+    /// Budget: fuel across the run.
+    #[arg(long)]
+    max_fuel: Option<u64>,
+    /// Budget: cost across the run (price table currency).
+    #[arg(long)]
+    max_cost_usd: Option<f64>,
+    /// Budget: threshold percentage for `budget.threshold-crossed`.
+    #[arg(long)]
+    threshold_percent: Option<u8>,
+    /// Bound: host tool-call rounds of the pack's own loop per invocation.
+    #[arg(long)]
+    max_loop_iterations: Option<u32>,
+    /// Bound: wall clock across the run's invocations.
+    #[arg(long)]
+    run_timeout_ms: Option<u64>,
+}
+
+impl RunLimitArgs {
+    fn budget(&self) -> Option<wop_runtime::metering::RunBudget> {
+        let b = wop_runtime::metering::RunBudget {
+            max_tool_calls: self.max_tool_calls,
+            max_fuel: self.max_fuel,
+            max_cost_usd: self.max_cost_usd,
+            threshold_percent: self.threshold_percent,
+            on_exhaustion: Default::default(),
+        };
+        (b != Default::default()).then_some(b)
+    }
+
+    fn bounds(&self) -> Option<wop_runtime::metering::RunBounds> {
+        let b = wop_runtime::metering::RunBounds {
+            max_loop_iterations: self.max_loop_iterations,
+            run_timeout_ms: self.run_timeout_ms,
+        };
+        (b != Default::default()).then_some(b)
+    }
 }
 
 #[derive(Args)]
@@ -132,7 +203,7 @@ struct Common {
 
 #[derive(Args)]
 struct RunArgs {
-    /// The pack directory (holding pack.json).
+    /// The pack directory (holding pack.json), or a bare ABI v1 `.wasm`.
     pack_dir: PathBuf,
     /// The node type to run.
     type_id: String,
@@ -160,12 +231,14 @@ struct RunArgs {
     #[arg(long, value_delimiter = ',')]
     scopes: Vec<String>,
     #[command(flatten)]
+    limits: RunLimitArgs,
+    #[command(flatten)]
     common: Common,
 }
 
 #[derive(Args)]
 struct InspectArgs {
-    /// The pack directory.
+    /// The pack directory, or a bare ABI v1 `.wasm`.
     pack_dir: PathBuf,
     #[command(flatten)]
     common: Common,
@@ -227,6 +300,9 @@ fn main() -> ExitCode {
             Command::Pack(a) => pack(a).await,
             Command::Effects(a) => effects(a).await,
             Command::Tools(a) => tools(a).await,
+            Command::Usage(a) => usage_cmd(a).await,
+            Command::Probe(a) => probe::probe(a).await,
+            Command::Capabilities(a) => capabilities::capabilities(a).await,
         }
     });
     match result {
@@ -269,6 +345,9 @@ fn runtime(c: &Common) -> Result<Runtime, Failure> {
         Some(p) => Policy::from_file(p).map_err(usage)?,
         None => Policy::default(),
     };
+    if policy.egress.allow_loopback {
+        eprintln!("wop: {}", output::LOOPBACK_WARNING);
+    }
     let mut cfg = RuntimeConfig::new();
     cfg.policy(policy);
     if !c.no_cache
@@ -344,6 +423,8 @@ async fn run(a: RunArgs) -> Result<u8, Failure> {
             tenant: a.tenant,
             scopes: a.scopes,
         },
+        budget: a.limits.budget(),
+        bounds: a.limits.bounds(),
     };
     let report = rt.invoke(req).await;
     if a.common.json {
@@ -364,10 +445,21 @@ async fn inspect(a: InspectArgs) -> Result<u8, Failure> {
         Ok(i) => i,
         Err(e) => return Err(rejected(&a.pack_dir, &e, a.common.json)),
     };
+    let note = probe::bare_note(&a.pack_dir);
     if a.common.json {
-        println!("{}", serde_json::to_string_pretty(&insp)?);
+        let mut v = serde_json::to_value(&insp)?;
+        if let (Some(n), Some(o)) = (note, v.as_object_mut()) {
+            o.insert(
+                "integrity".to_owned(),
+                serde_json::Value::String(n.to_owned()),
+            );
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         output::print_inspection(&insp);
+        if let Some(n) = note {
+            println!("note: {n}");
+        }
     }
     Ok(if insp.refusal.is_some() {
         exit::PACK_REJECTED
@@ -523,6 +615,52 @@ async fn tools(a: ToolsArgs) -> Result<u8, Failure> {
                 serde_json::to_value(t.safety_tier)?.as_str().unwrap_or(""),
                 t.title.unwrap_or_default()
             );
+        }
+    }
+    Ok(0)
+}
+
+async fn usage_cmd(a: UsageArgs) -> Result<u8, Failure> {
+    let rt = runtime(&a.common)?;
+    let (by_run, by_pack) = rt.usage_rollup(a.run.as_deref(), a.pack.as_deref()).await?;
+    if a.common.json {
+        let mut doc = serde_json::json!({"byRun": by_run, "byPack": by_pack});
+        if a.records {
+            doc["records"] =
+                serde_json::to_value(rt.usage(a.run.as_deref(), a.pack.as_deref()).await?)?;
+        }
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(0);
+    }
+    if by_run.is_empty() {
+        println!(
+            "no usage recorded{}",
+            a.run.map(|r| format!(" for run {r}")).unwrap_or_default()
+        );
+        return Ok(0);
+    }
+    for (title, map) in [("by run", &by_run), ("by pack", &by_pack)] {
+        println!("{title}");
+        println!(
+            "  {:<28} {:>6} {:>14} {:>10} {:>6} {:>12}",
+            "", "calls", "fuel", "wall ms", "tools", "cost"
+        );
+        for (k, r) in map.iter() {
+            println!(
+                "  {:<28} {:>6} {:>14} {:>10.1} {:>6} {:>8.6} {}",
+                k,
+                r.invocations,
+                r.fuel,
+                r.wall_time_us as f64 / 1000.0,
+                r.tool_calls,
+                r.cost,
+                r.currency
+            );
+        }
+    }
+    if a.records {
+        for u in rt.usage(a.run.as_deref(), a.pack.as_deref()).await? {
+            println!("{}", serde_json::to_string(&u)?);
         }
     }
     Ok(0)

@@ -102,6 +102,18 @@ pub(crate) fn print_events(events: &[Event], indent: &str) {
                 }
                 println!("{line}");
             }
+            Event::EgressDecided {
+                decision,
+                destination,
+                reason,
+            } => println!("{indent}  egress.decided  {decision} {destination} reason={reason}"),
+            other => {
+                let mut v = serde_json::to_value(other).unwrap_or_default();
+                if let Some(m) = v.as_object_mut() {
+                    m.remove("type");
+                }
+                println!("{indent}  {}  {v}", other.name());
+            }
         }
     }
     if events.len() > SHOW {
@@ -154,6 +166,7 @@ pub(crate) fn print_inspection(i: &Inspection) {
         ),
         None => println!("  filesystem none"),
     }
+    print_egress(&i.egress);
     let l = &i.limits;
     println!("limits per invocation");
     println!(
@@ -173,6 +186,33 @@ pub(crate) fn print_inspection(i: &Inspection) {
     match &i.refusal {
         Some(e) => println!("verdict: REFUSED — {}", e.message),
         None => println!("verdict: loadable"),
+    }
+}
+
+/// The loud warning shown whenever the test-only loopback switch is on.
+pub(crate) const LOOPBACK_WARNING: &str = "WARNING: [egress] allowLoopback = true — TEST-ONLY: packs can reach THIS MACHINE (127.0.0.0/8, ::1) through safe-fetch. Never enable it in production.";
+
+fn print_egress(e: &wop_runtime::EgressView) {
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "-".to_owned()
+        } else {
+            v.join(", ")
+        }
+    };
+    println!("egress (safe-fetch)");
+    println!("  requested  {}", list(&e.requested));
+    println!("  granted    {}", list(&e.granted));
+    println!(
+        "  redirects  {}",
+        if e.max_redirects == 0 {
+            "not followed".to_owned()
+        } else {
+            format!("up to {} hops, each re-validated", e.max_redirects)
+        }
+    );
+    if e.allow_loopback {
+        println!("  !!! {LOOPBACK_WARNING}");
     }
 }
 

@@ -370,3 +370,73 @@ fn a_killed_executor_of_an_idempotent_tool_is_resent_with_the_same_key() {
     assert_eq!(server.count(), 2, "re-sent");
     assert_eq!(server.distinct_keys().len(), 1, "with the same key");
 }
+
+#[test]
+fn usage_is_persisted_and_rolled_up_and_budgets_come_from_flags() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("effects").display().to_string();
+    let hello = pack("hello");
+    for _ in 0..2 {
+        let o = wop(&[
+            "run",
+            &hello,
+            "wop.samples.hello",
+            "--store",
+            &store,
+            "--run-id",
+            "r-usage",
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let o = wop(&[
+        "usage",
+        "--run",
+        "r-usage",
+        "--store",
+        &store,
+        "--json",
+        "--records",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let v = json(&o);
+    assert_eq!(v["byRun"]["r-usage"]["invocations"], 2);
+    assert_eq!(v["byPack"]["hello@0.1.0"]["invocations"], 2);
+    let records = v["records"].as_array().unwrap();
+    let sum: u64 = records
+        .iter()
+        .map(|r| r["fuelConsumed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(v["byRun"]["r-usage"]["fuel"].as_u64(), Some(sum));
+
+    // A run budget from flags: too little fuel for one hello.
+    let o = wop(&[
+        "run",
+        &hello,
+        "wop.samples.hello",
+        "--store",
+        &store,
+        "--run-id",
+        "r-tight",
+        "--max-fuel",
+        "1000",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(4));
+    let v = json(&o);
+    assert_eq!(v["outcome"]["error"]["code"], "budget_exhausted");
+    assert_eq!(v["outcome"]["error"]["details"]["dimension"], "fuel");
+    let kinds: Vec<&str> = v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"budget.reserved"), "{kinds:?}");
+    let ex = kinds.iter().position(|k| *k == "budget.exhausted").unwrap();
+    assert_eq!(kinds[ex + 1], "cap.breached");
+}

@@ -21,6 +21,15 @@ pub enum Capability {
     Http,
     /// `mcp`: the MCP client.
     Mcp,
+    /// `variables`: `openwop_variable_get`/`openwop_variable_set` (ABI v1
+    /// core modules only; see `docs/decisions/0003-abi-v1.md`).
+    Variables,
+    /// `channels`: `openwop_channel_read`/`openwop_channel_write` (ABI v1
+    /// core modules only).
+    Channels,
+    /// `interrupt`: `openwop_interrupt`, suspending the node (ABI v1 core
+    /// modules only).
+    Interrupt,
 }
 
 impl Capability {
@@ -36,6 +45,9 @@ impl Capability {
             Self::Tools => "tools",
             Self::Http => "http",
             Self::Mcp => "mcp",
+            Self::Variables => "variables",
+            Self::Channels => "channels",
+            Self::Interrupt => "interrupt",
         }
     }
 

@@ -51,6 +51,31 @@ pub enum Fault {
         /// The capability, e.g. `tools` or `openwop_variable_get`.
         capability: String,
     },
+    /// The pack's own loop ran too many rounds of host tool calls.
+    LoopLimit {
+        /// `maxLoopIterations`.
+        limit: u64,
+        /// The round that was refused.
+        observed: u64,
+    },
+    /// The run's wall clock (`runTimeoutMs`) ran out.
+    RunTimeout {
+        /// `runTimeoutMs`.
+        limit_ms: u64,
+        /// Elapsed run time when stopped.
+        elapsed_ms: u64,
+    },
+    /// A run budget dimension ran out during the invocation.
+    Budget {
+        /// `cap.breached` kind (`budget-fuel`, ...).
+        kind: &'static str,
+        /// `details.dimension`.
+        dimension: &'static str,
+        /// What was left of the budget.
+        limit: u64,
+        /// What was consumed.
+        observed: u64,
+    },
     /// An out-of-bounds memory access.
     OutOfBounds,
     /// The guest exhausted its stack.
@@ -129,6 +154,34 @@ pub fn classify(fault: &Fault, node_id: &str) -> Classified {
             SandboxInvocationError,
             format!("the pack exceeded a host-side cap: {kind} {observed} > {limit}"),
             crate::details! {"cause" => kind, "limit" => limit, "observed" => observed},
+            breach(kind, *limit, *observed, node_id),
+        ),
+        Fault::LoopLimit { limit, observed } => (
+            LoopLimitExceeded,
+            format!(
+                "the pack's own loop made {observed} rounds of host tool calls; the limit is {limit} (maxLoopIterations)"
+            ),
+            crate::details! {"limit" => limit, "observed" => observed},
+            breach("loop-iterations", *limit, *observed, node_id),
+        ),
+        Fault::RunTimeout {
+            limit_ms,
+            elapsed_ms,
+        } => (
+            RunTimeout,
+            format!("the run ran past its {limit_ms} ms limit (runTimeoutMs)"),
+            crate::details! {"limitMs" => limit_ms, "elapsedMs" => elapsed_ms},
+            breach("run-duration", *limit_ms, *elapsed_ms, node_id),
+        ),
+        Fault::Budget {
+            kind,
+            dimension,
+            limit,
+            observed,
+        } => (
+            BudgetExhausted,
+            format!("the run's {dimension} budget is exhausted"),
+            crate::details! {"dimension" => dimension, "limit" => limit, "observed" => observed},
             breach(kind, *limit, *observed, node_id),
         ),
         Fault::CapabilityDenied { capability } => (
@@ -216,6 +269,32 @@ mod tests {
                 Some("output-bytes"),
             ),
             (Fault::OutOfBounds, "sandbox_memory_exceeded", None),
+            (
+                Fault::LoopLimit {
+                    limit: 2,
+                    observed: 3,
+                },
+                "loop_limit_exceeded",
+                Some("loop-iterations"),
+            ),
+            (
+                Fault::RunTimeout {
+                    limit_ms: 2,
+                    elapsed_ms: 3,
+                },
+                "run_timeout",
+                Some("run-duration"),
+            ),
+            (
+                Fault::Budget {
+                    kind: "budget-fuel",
+                    dimension: "fuel",
+                    limit: 2,
+                    observed: 2,
+                },
+                "budget_exhausted",
+                Some("budget-fuel"),
+            ),
             (
                 Fault::CapabilityDenied {
                     capability: "tools".into(),

@@ -28,6 +28,9 @@ pub enum ErrorCode {
     PackSignatureInvalid,
     /// The pack's runtime language or format is not supported here.
     UnsupportedRuntime,
+    /// A WASM ABI v1 core module reports an ABI version this runtime does
+    /// not support (RFC 0008).
+    UnsupportedAbiVersion,
     /// Authorization denied.
     Forbidden,
     /// No such thing for this caller.
@@ -61,6 +64,7 @@ impl ErrorCode {
             Self::PackIntegrityMismatch => "pack_integrity_mismatch",
             Self::PackSignatureInvalid => "pack_signature_invalid",
             Self::UnsupportedRuntime => "unsupported_runtime",
+            Self::UnsupportedAbiVersion => "unsupported_abi_version",
             Self::Forbidden => "forbidden",
             Self::NotFound => "not_found",
             Self::RateLimited => "rate_limited",
@@ -204,6 +208,16 @@ pub enum LoadError {
     /// Host-side I/O failed (cache directory, pack directory).
     #[error("internal_error: {0}")]
     Io(String),
+    /// A core module's `openwop_abi_version()` is not a supported version.
+    #[error(
+        "unsupported_abi_version: the module reports WASM ABI version {version}; this runtime supports {supported:?}"
+    )]
+    AbiVersion {
+        /// What `openwop_abi_version()` returned.
+        version: i64,
+        /// The versions this runtime supports.
+        supported: Vec<u32>,
+    },
 }
 
 fn grant_hint(grant: &Option<String>) -> String {
@@ -226,6 +240,7 @@ impl LoadError {
             Self::CapabilityDenied { .. } => ErrorCode::SandboxCapabilityDenied,
             Self::Component { code, .. } => *code,
             Self::Io(_) => ErrorCode::InternalError,
+            Self::AbiVersion { .. } => ErrorCode::UnsupportedAbiVersion,
         }
     }
 
@@ -243,6 +258,9 @@ impl LoadError {
             }
             Self::CapabilityDenied { import, .. } => {
                 crate::details! {"requestedCapability" => import}
+            }
+            Self::AbiVersion { version, supported } => {
+                crate::details! {"abiVersion" => version, "supportedAbiVersions" => supported}
             }
             Self::Unsupported(_) | Self::Component { .. } | Self::Io(_) => Map::new(),
         }

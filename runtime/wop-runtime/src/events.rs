@@ -62,6 +62,34 @@ pub enum Event {
         /// The node that breached it.
         node_id: String,
     },
+    /// `budget.reserved`: the run's budget was fixed (its first invocation).
+    #[serde(rename = "budget.reserved")]
+    BudgetReserved {
+        /// `runId`, `budget`.
+        #[serde(flatten)]
+        data: serde_json::Map<String, Value>,
+    },
+    /// `budget.consumed`: what the run has consumed so far.
+    #[serde(rename = "budget.consumed")]
+    BudgetConsumed {
+        /// `runId`, `consumed`, `budget`.
+        #[serde(flatten)]
+        data: serde_json::Map<String, Value>,
+    },
+    /// `budget.threshold-crossed`: once per dimension.
+    #[serde(rename = "budget.threshold-crossed")]
+    BudgetThresholdCrossed {
+        /// `runId`, `dimension`, `thresholdPercent`, `consumed`, `limit`.
+        #[serde(flatten)]
+        data: serde_json::Map<String, Value>,
+    },
+    /// `budget.exhausted`: a dimension ran out.
+    #[serde(rename = "budget.exhausted")]
+    BudgetExhausted {
+        /// `runId`, `dimension`, `consumed`, `limit`.
+        #[serde(flatten)]
+        data: serde_json::Map<String, Value>,
+    },
     /// `agent.tool-called`: a host call entered the gate.
     #[serde(rename = "agent.tool-called", rename_all = "camelCase")]
     ToolCalled {
@@ -108,6 +136,18 @@ pub enum Event {
         /// Tool results are untrusted data, never instructions.
         untrusted: bool,
     },
+    /// `egress.decided`: safe-fetch allowed or refused a destination
+    /// (the first request and every redirect hop).
+    #[serde(rename = "egress.decided", rename_all = "camelCase")]
+    EgressDecided {
+        /// `allow` or `deny`.
+        decision: String,
+        /// `host[:port]` only: never userinfo, path or query.
+        destination: String,
+        /// `allowed`, `redirect-allowed`, or the denial reason
+        /// (`not-allowed`, `ssrf-blocked`, `scheme`, ...).
+        reason: String,
+    },
 }
 
 /// Outcome class of a tool call (protocol `agent.tool-returned.status`).
@@ -142,8 +182,13 @@ impl Event {
         match self {
             Self::LogAppended { .. } => "log.appended",
             Self::CapBreached { .. } => "cap.breached",
+            Self::BudgetReserved { .. } => "budget.reserved",
+            Self::BudgetConsumed { .. } => "budget.consumed",
+            Self::BudgetThresholdCrossed { .. } => "budget.threshold-crossed",
+            Self::BudgetExhausted { .. } => "budget.exhausted",
             Self::ToolCalled { .. } => "agent.tool-called",
             Self::ToolReturned { .. } => "agent.tool-returned",
+            Self::EgressDecided { .. } => "egress.decided",
         }
     }
 }

@@ -86,6 +86,13 @@ pub struct InvokeRequest {
     /// On whose behalf.
     #[serde(default)]
     pub principal: Principal,
+    /// The run's budget (fixed at the run's first invocation; later values
+    /// are ignored). Default: the policy's `[runs]`.
+    #[serde(default)]
+    pub budget: Option<crate::metering::RunBudget>,
+    /// The run's bounds. Default: the policy's `[runs]`.
+    #[serde(default)]
+    pub bounds: Option<crate::metering::RunBounds>,
 }
 
 fn empty_object() -> Value {
@@ -102,6 +109,8 @@ impl InvokeRequest {
             resume: None,
             context: RunContext::default(),
             principal: Principal::default(),
+            budget: None,
+            bounds: None,
         }
     }
 }
@@ -160,6 +169,46 @@ pub struct Usage {
     pub log_bytes_dropped: u64,
     /// Size of the output JSON, in bytes.
     pub output_bytes: u64,
+    /// Tool calls performed (not refused, not replayed), all transports.
+    pub tool_calls: u64,
+    /// Performed tool calls by tool id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tool_calls_by_id: BTreeMap<String, u64>,
+    /// Effect claims won (the effect was performed under our claim).
+    pub effect_claims: u64,
+    /// Egress bytes received (safe-fetch response bodies).
+    pub egress_bytes_in: u64,
+    /// Egress bytes sent (safe-fetch request bodies).
+    pub egress_bytes_out: u64,
+    /// Host tool-call rounds of the pack's own loop (tools, http, mcp).
+    pub loop_iterations: u64,
+    /// Cost of this invocation (tool calls + fuel + memory + egress +
+    /// invocation), in `currency`.
+    pub cost: f64,
+    /// The price table's currency.
+    pub currency: String,
+    /// One record per host call of the `openwop` interfaces, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_call_breakdown: Vec<HostCallRecord>,
+    /// Fuel the pack spent after its last recorded host call (so that
+    /// Σ `fuelBefore` + this = `fuelConsumed`).
+    pub fuel_after_last_call: u64,
+}
+
+/// One host call in the usage breakdown.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HostCallRecord {
+    /// The interface (`log`, `tools`, `http`, ...).
+    pub interface: String,
+    /// The tool or destination, for gate calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Fuel the pack spent since the previous recorded host call (or the
+    /// start): the computation that led to this call.
+    pub fuel_before: u64,
+    /// Wall time inside the host call, in microseconds.
+    pub wall_us: u64,
 }
 
 /// Everything an invocation produced.
@@ -216,6 +265,42 @@ pub(crate) struct ExecParams<'a> {
     pub fs: Option<&'a FsGrant>,
     pub instantiations: &'a std::sync::atomic::AtomicU64,
     pub gate: Arc<crate::gate::Gate>,
+    pub bounds: crate::metering::RunBounds,
+    pub run_meter: Option<crate::gate::MeterSite>,
+    /// What a fuel or deadline stop means: the invocation's own limit, or
+    /// the run's budget / run timeout (then classified as such).
+    pub binding: Binding,
+}
+
+/// Which limit binds the invocation's fuel and wall clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Binding {
+    /// Fuel granted is the run budget's remaining fuel (not the ceiling).
+    pub fuel_budget: Option<u64>,
+    /// The deadline is the run's remaining time: (runTimeoutMs, elapsed before start).
+    pub run_timeout: Option<(u64, u64)>,
+}
+
+impl Binding {
+    /// Re-reads a fuel or wall-clock stop as the run-level limit that
+    /// actually bound it (budget fuel, run timeout). Shared by every pack kind.
+    pub(crate) fn apply(&self, fault: Fault) -> Fault {
+        match (fault, self.fuel_budget, self.run_timeout) {
+            (Fault::Fuel { consumed, .. }, Some(left), _) => Fault::Budget {
+                kind: "budget-fuel",
+                dimension: "fuel",
+                limit: left,
+                observed: consumed,
+            },
+            (Fault::WallClock { elapsed_ms, .. }, _, Some((limit_ms, before_ms))) => {
+                Fault::RunTimeout {
+                    limit_ms,
+                    elapsed_ms: before_ms + elapsed_ms,
+                }
+            }
+            (f, _, _) => f,
+        }
+    }
 }
 
 /// Runs `call` in a fresh store and instance, then drops both.
@@ -268,9 +353,25 @@ pub(crate) async fn execute(p: ExecParams<'_>, call: Call) -> Execution {
         gate: p.gate,
         counters: Default::default(),
         deadline: started + Duration::from_millis(limits.wall_clock_ms),
+        meter: crate::state::CallMeter::new(limits.fuel),
+        bounds: p.bounds,
+        run_meter: p.run_meter,
     };
     let mut store = Store::new(p.engine, state);
     store.limiter(|s| &mut s.limiter);
+    // Attribute fuel and wall time to host calls: the hook sees every
+    // transition; our host functions label the ones that are theirs.
+    store.call_hook(|mut ctx, hook| {
+        match hook {
+            wasmtime::CallHook::CallingHost => {
+                let fuel = ctx.get_fuel().unwrap_or(0);
+                ctx.data_mut().meter.pending = Some((fuel, Instant::now()));
+            }
+            wasmtime::CallHook::ReturningFromHost => ctx.data_mut().meter.close(),
+            _ => {}
+        }
+        Ok(())
+    });
     let setup = store
         .set_fuel(limits.fuel)
         .and_then(|()| store.fuel_async_yield_interval(Some(crate::engine::FUEL_YIELD_INTERVAL)));
@@ -303,7 +404,16 @@ pub(crate) async fn execute(p: ExecParams<'_>, call: Call) -> Execution {
 
     let remaining = store.get_fuel().unwrap_or(0);
     usage.fuel_consumed = limits.fuel.saturating_sub(remaining);
+    let binding = p.binding;
     let data = store.data();
+    usage.host_call_breakdown = data.meter.records.clone();
+    usage.fuel_after_last_call = data.meter.mark.saturating_sub(remaining);
+    usage.tool_calls = data.meter.tool_calls_by_id.values().sum();
+    usage.tool_calls_by_id = data.meter.tool_calls_by_id.clone();
+    usage.effect_claims = data.meter.effect_claims;
+    usage.egress_bytes_in = data.meter.egress_in;
+    usage.egress_bytes_out = data.meter.egress_out;
+    usage.loop_iterations = data.meter.loop_iterations;
     usage.peak_memory_bytes = data.limiter.memory_peak;
     usage.instantiate_time_us = data
         .instantiated_at
@@ -314,17 +424,18 @@ pub(crate) async fn execute(p: ExecParams<'_>, call: Call) -> Execution {
         .map(|(k, v)| ((*k).to_owned(), *v))
         .collect();
 
+    let elapsed_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
     let result = match outcome {
         Err(_elapsed) => Err(classify(
-            &Fault::WallClock {
+            &binding.apply(Fault::WallClock {
                 limit_ms: limits.wall_clock_ms,
-                elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
-            },
+                elapsed_ms,
+            }),
             &node_id,
         )),
         Ok(Ok(r)) => Ok(r),
         Ok(Err(e)) => Err(classify(
-            &fault_of(&e, data, &limits, usage.fuel_consumed),
+            &binding.apply(fault_of(&e, data, &limits, usage.fuel_consumed)),
             &node_id,
         )),
     };
@@ -397,7 +508,7 @@ fn fault_of(e: &wasmtime::Error, s: &HostState, limits: &Limits, consumed: u64) 
     }
 }
 
-fn trap_kind(t: Trap) -> &'static str {
+pub(crate) fn trap_kind(t: Trap) -> &'static str {
     match t {
         Trap::UnreachableCodeReached => "unreachable",
         Trap::IntegerDivisionByZero => "integer-division-by-zero",

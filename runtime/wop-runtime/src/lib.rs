@@ -30,11 +30,13 @@
 //! **Policy.** One TOML file ([`Policy`]): limit ceilings and per-pack
 //! grants. Unknown keys are errors.
 
+pub mod abi_v1;
 mod bindings;
 mod cache;
 pub mod capability;
 pub mod classify;
 pub mod effects;
+pub mod egress;
 mod engine;
 pub mod error;
 pub mod events;
@@ -45,6 +47,7 @@ pub mod jcs;
 pub mod limits;
 pub mod logbuf;
 pub mod manifest;
+pub mod metering;
 mod pack;
 pub mod policy;
 pub mod ratelimit;
@@ -61,6 +64,6 @@ pub use events::{Event, EventSink, LogLevel, LogStream, MemorySink};
 pub use host::wasi::GUEST_DATA_DIR;
 pub use invoke::{InvocationReport, InvokeRequest, Outcome, Principal, RunContext, Usage};
 pub use limits::{LimitRequest, Limits};
-pub use pack::{ImportReport, Inspection};
+pub use pack::{EgressView, ImportReport, Inspection};
 pub use policy::{FsGrant, PackGrant, Policy};
 pub use runtime::{PackSummary, Runtime, RuntimeConfig, RuntimeStats};

@@ -55,7 +55,7 @@ impl Default for Limits {
 
 /// What a pack's manifest may request (`x-wop.limits`). Each request is
 /// clamped to the operator's ceiling; a request can only tighten a limit.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LimitRequest {
     /// Requested memory cap in bytes.
@@ -66,6 +66,59 @@ pub struct LimitRequest {
     pub wall_clock_ms: Option<u64>,
     /// Requested output cap in bytes.
     pub output_bytes: Option<u64>,
+    /// Input-scaled fuel: `fuel` (the base) + this × the size of the
+    /// inputs JSON in bytes, clamped to the operator's ceiling.
+    pub fuel_per_input_byte: Option<u64>,
+    /// Input-scaled fuel: + this × the number of items of the array at
+    /// `itemsPointer` in the inputs.
+    pub fuel_per_item: Option<u64>,
+    /// JSON pointer (RFC 6901) to the inputs array counted by `fuelPerItem`.
+    pub items_pointer: Option<String>,
+}
+
+impl LimitRequest {
+    /// Checks that scaling fields come with a base and a pointer.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        let scaled = self.fuel_per_input_byte.is_some() || self.fuel_per_item.is_some();
+        if scaled && self.fuel.is_none() {
+            return Err(("fuel", "input-scaled fuel needs a base `fuel`".to_owned()));
+        }
+        if self.fuel_per_item.is_some() != self.items_pointer.is_some() {
+            return Err((
+                "itemsPointer",
+                "`fuelPerItem` and `itemsPointer` go together".to_owned(),
+            ));
+        }
+        if let Some(p) = &self.items_pointer
+            && !(p.is_empty() || p.starts_with('/'))
+        {
+            return Err((
+                "itemsPointer",
+                format!("`{p}` is not a JSON pointer (it must start with `/`)"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The fuel for one invocation with `inputs`: the base plus the scaled
+    /// parts, clamped to `ceiling`. `None` when the request does not scale.
+    pub fn scaled_fuel(&self, ceiling: u64, inputs: &serde_json::Value) -> Option<u64> {
+        if self.fuel_per_input_byte.is_none() && self.fuel_per_item.is_none() {
+            return None;
+        }
+        let base = self.fuel.unwrap_or(0);
+        let bytes = inputs.to_string().len() as u64;
+        let items = self
+            .items_pointer
+            .as_deref()
+            .and_then(|p| inputs.pointer(p))
+            .and_then(serde_json::Value::as_array)
+            .map_or(0, |a| a.len() as u64);
+        let fuel = base
+            .saturating_add(self.fuel_per_input_byte.unwrap_or(0).saturating_mul(bytes))
+            .saturating_add(self.fuel_per_item.unwrap_or(0).saturating_mul(items));
+        Some(fuel.min(ceiling))
+    }
 }
 
 /// One limit whose request was clamped, for `wop inspect`.
@@ -113,6 +166,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn fuel_scales_with_inputs_and_is_clamped() {
+        let r = LimitRequest {
+            fuel: Some(1000),
+            fuel_per_input_byte: Some(2),
+            fuel_per_item: Some(100),
+            items_pointer: Some("/items".into()),
+            ..Default::default()
+        };
+        r.validate().unwrap();
+        let small = serde_json::json!({"items": [1]});
+        let big = serde_json::json!({"items": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]});
+        assert_eq!(r.scaled_fuel(u64::MAX, &small), Some(1000 + 2 * 13 + 100));
+        assert_eq!(r.scaled_fuel(u64::MAX, &big), Some(1000 + 2 * 32 + 1000));
+        assert_eq!(
+            r.scaled_fuel(1500, &big),
+            Some(1500),
+            "clamped to the ceiling"
+        );
+        assert_eq!(LimitRequest::default().scaled_fuel(9, &big), None);
+        let bad = LimitRequest {
+            fuel_per_item: Some(1),
+            ..Default::default()
+        };
+        assert!(bad.validate().is_err());
+    }
+
+    #[test]
     fn requests_tighten_but_never_loosen() {
         let ceiling = Limits::default();
         let (l, clamps) = ceiling.apply(&LimitRequest {
@@ -120,6 +200,7 @@ mod tests {
             fuel: Some(u64::MAX),
             wall_clock_ms: None,
             output_bytes: Some(0),
+            ..Default::default()
         });
         assert_eq!(l.memory_bytes, 1 << 20);
         assert_eq!(l.fuel, ceiling.fuel);

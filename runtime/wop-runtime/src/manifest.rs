@@ -79,6 +79,11 @@ pub struct WopBlock {
     /// Limit requests (clamped to the operator's ceilings).
     #[serde(default)]
     pub limits: LimitRequest,
+    /// Destinations the pack asks to reach with safe-fetch, as
+    /// `[scheme://]host[:port]` patterns (see [`crate::egress::allow`]).
+    /// Only those the operator also grants are reachable.
+    #[serde(default)]
+    pub egress: Vec<String>,
 }
 
 fn err(path: impl Into<String>, message: impl Into<String>) -> LoadError {
@@ -95,7 +100,7 @@ fn req_str<'a>(v: &'a Value, key: &str, path: &str) -> Result<&'a str, LoadError
     }
 }
 
-fn valid_name(s: &str) -> bool {
+pub(crate) fn valid_name(s: &str) -> bool {
     s.len() <= 214
         && s.chars()
             .next()
@@ -231,6 +236,44 @@ impl Manifest {
                 }
             }
         }
+        if language == Language::Wasm {
+            match rt.get("format") {
+                None => {}
+                Some(Value::String(f)) if f == "wasm" => {}
+                Some(_) => {
+                    return Err(err(
+                        "$.runtime.format",
+                        "must be `wasm` (or absent) for a `wasm` (ABI v1 core module) pack",
+                    ));
+                }
+            }
+            if let Some(w) = rt.get("wasm") {
+                match w.get("abiVersion") {
+                    None => {}
+                    Some(Value::Number(n)) => match n.as_i64() {
+                        Some(v) if crate::abi_v1::SUPPORTED_ABI_VERSIONS.contains(&v) => {}
+                        Some(v) => {
+                            return Err(LoadError::AbiVersion {
+                                version: v,
+                                supported: crate::abi_v1::supported_versions(),
+                            });
+                        }
+                        None => {
+                            return Err(err(
+                                "$.runtime.wasm.abiVersion",
+                                "must be an integer ABI version",
+                            ));
+                        }
+                    },
+                    Some(_) => {
+                        return Err(err(
+                            "$.runtime.wasm.abiVersion",
+                            "must be an integer ABI version",
+                        ));
+                    }
+                }
+            }
+        }
         let entry = req_str(rt, "entry", "$.runtime")?;
         check_relative_path(entry, "$.runtime.entry")?;
 
@@ -249,6 +292,12 @@ impl Manifest {
             };
             err(p, e.into_inner().to_string())
         })?;
+        if let Err((field, message)) = wop.limits.validate() {
+            return Err(err(format!("$.{VENDOR_KEY}.limits.{field}"), message));
+        }
+        if let Err((i, e)) = crate::egress::allow::parse_all(&wop.egress) {
+            return Err(err(format!("$.{VENDOR_KEY}.egress[{i}]"), e));
+        }
         if wop.sha256.len() != 64
             || !wop
                 .sha256
@@ -366,6 +415,14 @@ mod tests {
             (
                 "$.x-wop.limits.fuel",
                 Box::new(|v| v["x-wop"]["limits"] = json!({"fuel": "lots"})),
+            ),
+            (
+                "$.x-wop.egress[1]",
+                Box::new(|v| v["x-wop"]["egress"] = json!(["api.example.com", "ftp://x.example"])),
+            ),
+            (
+                "$.x-wop.egress",
+                Box::new(|v| v["x-wop"]["egress"] = json!("api.example.com")),
             ),
             (
                 "$.x-wop.surprise",

@@ -54,8 +54,28 @@ pub struct Inspection {
     pub clamps: Vec<Clamp>,
     /// The directory mounted at `/data`, if granted.
     pub filesystem: Option<FsGrant>,
+    /// What safe-fetch may reach.
+    pub egress: EgressView,
     /// Why the pack would be refused, if it would be.
     pub refusal: Option<crate::error::NodeError>,
+}
+
+/// A pack's safe-fetch allow-list and the operator settings that shape it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EgressView {
+    /// Patterns the manifest requests (`x-wop.egress`).
+    pub requested: Vec<String>,
+    /// Patterns the operator grants (`[packs.<name>] egress`).
+    pub granted: Vec<String>,
+    /// The test-only loopback switch (`[egress] allowLoopback`): when on,
+    /// packs can reach this machine. Shown loudly by `wop inspect`.
+    pub allow_loopback: bool,
+    /// Redirect hops followed (0: none).
+    pub max_redirects: u32,
+    /// The compiled allow-list (requested ∩ granted).
+    #[serde(skip)]
+    pub allow: std::sync::Arc<crate::egress::AllowList>,
 }
 
 /// Reads and verifies the pack's files; returns the manifest, the entry
@@ -169,13 +189,29 @@ pub(crate) struct Resolved {
     pub limits: Limits,
     pub clamps: Vec<Clamp>,
     pub filesystem: Option<FsGrant>,
+    pub egress: EgressView,
 }
 
 pub(crate) fn resolve(policy: &Policy, manifest: &Manifest) -> Resolved {
     let grant = policy.grant(&manifest.name);
     let effective = effective(&manifest.wop.capabilities, &grant.capabilities);
     let (limits, clamps) = policy.limits().apply(&manifest.wop.limits);
+    // Both lists were validated (manifest parse, policy load); anything
+    // unparsable here grants nothing.
+    let parse = |v: &[String]| crate::egress::allow::parse_all(v).unwrap_or_default();
+    let settings = policy.egress.settings();
+    let egress = EgressView {
+        requested: manifest.wop.egress.clone(),
+        granted: grant.egress.clone(),
+        allow_loopback: settings.allow_loopback,
+        max_redirects: settings.max_redirects,
+        allow: std::sync::Arc::new(crate::egress::AllowList::new(
+            parse(&manifest.wop.egress),
+            parse(&grant.egress),
+        )),
+    };
     Resolved {
+        egress,
         granted: grant.capabilities,
         effective,
         limits,

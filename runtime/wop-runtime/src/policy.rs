@@ -41,6 +41,58 @@ pub struct Policy {
     /// Effect-claim settings.
     #[serde(default)]
     pub effects: EffectsSection,
+    /// Safe-fetch settings for every pack (`[egress]`); destinations are
+    /// granted per pack (`[packs.<name>] egress`).
+    #[serde(default)]
+    pub egress: crate::egress::EgressSection,
+    /// The price table that turns usage into cost.
+    #[serde(default)]
+    pub prices: crate::metering::Prices,
+    /// Default budget and bounds for runs that do not bring their own.
+    #[serde(default)]
+    pub runs: RunsSection,
+}
+
+/// `[runs]`: the default budget and bounds of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunsSection {
+    /// See [`crate::metering::RunBudget::max_tool_calls`].
+    pub max_tool_calls: Option<u64>,
+    /// See [`crate::metering::RunBudget::max_fuel`].
+    pub max_fuel: Option<u64>,
+    /// See [`crate::metering::RunBudget::max_cost_usd`].
+    pub max_cost_usd: Option<f64>,
+    /// See [`crate::metering::RunBudget::threshold_percent`].
+    pub threshold_percent: Option<u8>,
+    /// Only `fail` is supported.
+    #[serde(default)]
+    pub on_exhaustion: crate::metering::OnExhaustion,
+    /// See [`crate::metering::RunBounds::max_loop_iterations`].
+    pub max_loop_iterations: Option<u32>,
+    /// See [`crate::metering::RunBounds::run_timeout_ms`].
+    pub run_timeout_ms: Option<u64>,
+}
+
+impl RunsSection {
+    /// The default budget.
+    pub fn budget(&self) -> crate::metering::RunBudget {
+        crate::metering::RunBudget {
+            max_tool_calls: self.max_tool_calls,
+            max_fuel: self.max_fuel,
+            max_cost_usd: self.max_cost_usd,
+            threshold_percent: self.threshold_percent,
+            on_exhaustion: self.on_exhaustion,
+        }
+    }
+
+    /// The default bounds.
+    pub fn bounds(&self) -> crate::metering::RunBounds {
+        crate::metering::RunBounds {
+            max_loop_iterations: self.max_loop_iterations,
+            run_timeout_ms: self.run_timeout_ms,
+        }
+    }
 }
 
 /// One `[[tools]]` entry: exactly one of `url` (an operator HTTP tool) or
@@ -138,6 +190,12 @@ pub struct PackGrant {
     /// also declares them.
     #[serde(default)]
     pub tools: Vec<String>,
+    /// Destinations safe-fetch may reach, as `[scheme://]host[:port]`
+    /// patterns (`api.example.com`, `*.example.com`, `http://host:8080`;
+    /// see [`crate::egress::allow`]). Effective only for hosts the pack's
+    /// manifest also requests (`x-wop.egress`).
+    #[serde(default)]
+    pub egress: Vec<String>,
 }
 
 /// A directory granted to a pack.
@@ -221,6 +279,11 @@ impl Policy {
                     .map_err(|e| ConfigError::Policy(format!("{at}.rateLimit: {e}")))?;
             }
         }
+        self.prices.validate().map_err(ConfigError::Policy)?;
+        self.runs
+            .budget()
+            .validate()
+            .map_err(|e| ConfigError::Policy(format!("runs: {e}")))?;
         if let Some(d) = self.effects.retention_days
             && d < 14
         {
@@ -228,7 +291,15 @@ impl Policy {
                 "effects.retentionDays = {d}: effect records must be kept at least 14 days"
             )));
         }
+        self.egress
+            .validate(self.effects.max_result_bytes.unwrap_or(1 << 20))
+            .map_err(ConfigError::Policy)?;
         for (name, grant) in &self.packs {
+            if let Err((i, e)) = crate::egress::allow::parse_all(&grant.egress) {
+                return Err(ConfigError::Policy(format!(
+                    "packs.{name}.egress[{i}]: {e}"
+                )));
+            }
             for p in &grant.tools {
                 crate::gate::authz::pattern_matches(p, "x:y")
                     .map_err(|e| ConfigError::Policy(format!("packs.{name}.tools: {e}")))?;
@@ -282,6 +353,10 @@ mod tests {
         assert!(e.to_string().contains("capabilites"), "{e}");
         let e = Policy::from_toml("[packs.a]\ncapabilities = [\"sockets\"]\n").unwrap_err();
         assert!(e.to_string().contains("sockets"), "{e}");
+        let e = Policy::from_toml("[runs]\nonExhaustion = \"interrupt\"\n").unwrap_err();
+        assert!(e.to_string().contains("not supported"), "{e}");
+        let e = Policy::from_toml("[prices]\nperToolCall = -1.0\n").unwrap_err();
+        assert!(e.to_string().contains("perToolCall"), "{e}");
     }
 
     #[test]
@@ -292,6 +367,24 @@ mod tests {
         assert!(Policy::from_toml("[limits]\ninstances = 16\n").is_err());
         assert!(Policy::from_toml("[limits]\nwallClockMs = 0\n").is_err());
         assert!(Policy::from_toml("[limits]\nmemoryBytes = 99999999999\n").is_err());
+    }
+
+    #[test]
+    fn egress_keys_are_checked() {
+        let p = Policy::from_toml(
+            "[egress]\nallowLoopback = true\nmaxRedirects = 2\n[packs.fetch]\negress = [\"*.example.com\", \"http://api.example.org:8080\"]\n",
+        )
+        .unwrap();
+        assert!(p.egress.settings().allow_loopback);
+        assert_eq!(p.grant("fetch").egress.len(), 2);
+        let e = Policy::from_toml("[egress]\nallowLoopbak = true\n").unwrap_err();
+        assert!(e.to_string().contains("allowLoopbak"), "{e}");
+        let e = Policy::from_toml("[packs.a]\negress = [\"ftp://x.example\"]\n").unwrap_err();
+        assert!(e.to_string().contains("packs.a.egress[0]"), "{e}");
+        let e = Policy::from_toml("[egress]\nmaxRedirects = 99\n").unwrap_err();
+        assert!(e.to_string().contains("maxRedirects"), "{e}");
+        let e = Policy::from_toml("[egress]\nmaxResponseBytes = 4194304\n").unwrap_err();
+        assert!(e.to_string().contains("maxResultBytes"), "{e}");
     }
 
     #[test]

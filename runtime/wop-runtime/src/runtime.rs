@@ -3,15 +3,19 @@
 use crate::bindings::{NodePackPre, node, types};
 use crate::cache::{CacheStats, CompileCache};
 use crate::capability::Capability;
+use crate::classify::{Fault, classify};
 use crate::effects::{EffectError, EffectState, EffectSummary, EffectTimings, Effects};
 use crate::error::{ConfigError, ErrorCode, LoadError, NodeError};
+use crate::events::Event;
 use crate::events::EventSink;
-use crate::gate::{Gate, GateConfig};
+use crate::gate::{Gate, GateConfig, MeterSite};
+use crate::invoke::{Binding, Outcome, Usage};
 use crate::invoke::{
     Call, ExecParams, InvocationReport, InvokeRequest, Principal, Returned, execute, interpret,
 };
 use crate::limits::Limits;
 use crate::manifest::Manifest;
+use crate::metering::{Ledger, Meter, MeterError, Rollup, RunBounds};
 use crate::pack::{Inspection, judge_imports, read_pack, require_component, resolve};
 use crate::policy::{FsGrant, Policy};
 use crate::state::{HostState, InvocationScope};
@@ -40,6 +44,7 @@ pub struct RuntimeConfig {
     effect_store: Option<Arc<dyn KvStore>>,
     executor_id: Option<String>,
     tools: Vec<RegisteredTool>,
+    resolver: Option<Arc<dyn crate::egress::Resolver>>,
 }
 
 impl RuntimeConfig {
@@ -81,6 +86,14 @@ impl RuntimeConfig {
     /// `wop-<pid>-<start time>`.
     pub fn executor_id(&mut self, id: impl Into<String>) -> &mut Self {
         self.executor_id = Some(id.into());
+        self
+    }
+
+    /// How safe-fetch resolves host names. By default the system resolver
+    /// ([`crate::egress::SystemResolver`]). Every answer is still judged
+    /// whole by the egress guard; tests inject fakes here.
+    pub fn resolver(&mut self, resolver: Arc<dyn crate::egress::Resolver>) -> &mut Self {
+        self.resolver = Some(resolver);
         self
     }
 
@@ -126,6 +139,8 @@ pub struct RuntimeStats {
 
 pub(crate) struct Inner {
     gate: Arc<Gate>,
+    egress: Arc<crate::egress::Egress>,
+    meter: Meter,
     engine: &'static Engine,
     fingerprint: String,
     linker: Linker<HostState>,
@@ -135,6 +150,8 @@ pub(crate) struct Inner {
     /// typeId → pack.
     packs: RwLock<BTreeMap<String, Arc<LoadedPack>>>,
     instantiations: AtomicU64,
+    /// ABI v1 core-module packs (see `abi_v1`).
+    core: crate::abi_v1::Registry,
 }
 
 /// Runs OpenWOP node packs. Cheap to clone; share one per process.
@@ -302,9 +319,15 @@ impl Runtime {
         }
         let me = Arc::new(OnceLock::new());
         let gate = Arc::new(build_gate(config, &me)?);
+        let meter = Meter::new(gate.effects().kv().clone(), config.policy.prices.clone());
         let rt = Runtime {
             inner: Arc::new(Inner {
                 gate,
+                egress: Arc::new(crate::egress::Egress::new(
+                    &config.policy,
+                    config.resolver.clone(),
+                )),
+                meter,
                 engine,
                 fingerprint: crate::engine::fingerprint(engine),
                 linker,
@@ -313,6 +336,7 @@ impl Runtime {
                 sink: config.sink.clone(),
                 packs: RwLock::new(BTreeMap::new()),
                 instantiations: AtomicU64::new(0),
+                core: Default::default(),
             }),
         };
         let _ = me.set(Arc::downgrade(&rt.inner));
@@ -361,6 +385,10 @@ impl Runtime {
     /// code. A pack that would be refused still yields an inspection, with
     /// the reason in [`Inspection::refusal`].
     pub async fn inspect_pack(&self, dir: &Path) -> Result<Inspection, LoadError> {
+        // ABI v1 core modules (pack.json `language: "wasm"`, or a bare .wasm).
+        if crate::abi_v1::is_core_pack(dir) {
+            return crate::abi_v1::inspect(dir, &self.inner.policy).await;
+        }
         Ok(self.inspect_inner(dir).await?.0)
     }
 
@@ -386,6 +414,7 @@ impl Runtime {
                 limits: r.limits,
                 clamps: r.clamps,
                 filesystem: r.filesystem,
+                egress: r.egress,
                 refusal: refusal.map(|e| e.to_node_error()),
             },
             component,
@@ -397,6 +426,14 @@ impl Runtime {
     /// imports before any code runs, checks `describe()` against the
     /// manifest, and registers the pack's node types.
     pub async fn load_pack(&self, dir: &Path) -> Result<PackSummary, LoadError> {
+        // ABI v1 core modules (pack.json `language: "wasm"`, or a bare .wasm).
+        if crate::abi_v1::is_core_pack(dir) {
+            let pack =
+                crate::abi_v1::load(dir, &self.inner.policy, &self.inner.instantiations).await?;
+            return self.inner.core.register(pack, |t| {
+                self.pack_for(t).map(|p| p.inspection.manifest.name.clone())
+            });
+        }
         let (insp, component) = self.inspect_inner(dir).await?;
         if let Some(refusal) = &insp.refusal {
             // Re-derive the typed error from the first offending import.
@@ -432,6 +469,12 @@ impl Runtime {
             Err(p) => p.into_inner(),
         };
         for t in &summary.type_ids {
+            if let Some(owner) = self.inner.core.owner(t) {
+                return Err(LoadError::validation(
+                    "$.nodes",
+                    format!("typeId `{t}` is already registered by pack `{owner}`"),
+                ));
+            }
             if let Some(other) = packs.get(t)
                 && other.inspection.manifest.name != summary.name
             {
@@ -464,6 +507,7 @@ impl Runtime {
             pack: m.name.clone(),
             declared_tools: Vec::new(),
             granted_tools: Vec::new(),
+            egress: None,
             depth: 0,
         };
         let exec = execute(self.params(pack, scope), Call::Describe).await;
@@ -493,21 +537,31 @@ impl Runtime {
             fs: pack.inspection.filesystem.as_ref(),
             instantiations: &self.inner.instantiations,
             gate: self.inner.gate.clone(),
+            bounds: RunBounds::default(),
+            run_meter: None,
+            binding: Binding::default(),
         }
     }
 
-    /// The loaded packs.
+    /// The loaded packs (component and ABI v1 core-module packs).
     pub fn packs(&self) -> Vec<PackSummary> {
         let packs = match self.inner.packs.read() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
         let mut seen = BTreeSet::new();
-        packs
+        let mut out: Vec<PackSummary> = packs
             .values()
             .filter(|p| seen.insert(p.inspection.manifest.name.clone()))
             .map(|p| summary(p))
-            .collect()
+            .collect();
+        out.extend(self.inner.core.summaries());
+        out
+    }
+
+    /// The registry of loaded ABI v1 core-module packs.
+    pub(crate) fn core_packs(&self) -> &crate::abi_v1::Registry {
+        &self.inner.core
     }
 
     fn pack_for(&self, type_id: &str) -> Option<Arc<LoadedPack>> {
@@ -525,35 +579,214 @@ impl Runtime {
     }
 
     pub(crate) async fn invoke_at_depth(&self, req: InvokeRequest, depth: u32) -> InvocationReport {
-        let Some(pack) = self.pack_for(&req.type_id) else {
-            let report = InvocationReport {
-                outcome: Err(NodeError::runtime(
-                    ErrorCode::NotFound,
-                    format!(
-                        "no loaded pack implements node type `{}`; load its pack first",
-                        req.type_id
-                    ),
-                    crate::details! {"typeId" => req.type_id},
-                )),
-                events: Vec::new(),
-                usage: Default::default(),
+        // The pack: a component, or an ABI v1 core module (its own
+        // execution path; the same metering, budgets and bounds below).
+        let core = self.inner.core.get(&req.type_id);
+        let component = if core.is_none() {
+            self.pack_for(&req.type_id)
+        } else {
+            None
+        };
+        let inspection = match (&core, &component) {
+            (Some(c), _) => &c.inspection,
+            (None, Some(p)) => &p.inspection,
+            (None, None) => {
+                return InvocationReport {
+                    outcome: Err(NodeError::runtime(
+                        ErrorCode::NotFound,
+                        format!(
+                            "no loaded pack implements node type `{}`; load its pack first",
+                            req.type_id
+                        ),
+                        crate::details! {"typeId" => req.type_id},
+                    )),
+                    events: Vec::new(),
+                    usage: Default::default(),
+                };
+            }
+        };
+        let policy = &self.inner.policy;
+        let node_id = req.context.node_id.clone();
+        let budget = req.budget.unwrap_or_else(|| policy.runs.budget());
+        let bounds = req.bounds.unwrap_or_else(|| policy.runs.bounds());
+
+        // The run's ledger: budget reserved at its first invocation.
+        let mut events = Vec::new();
+        let refuse = |events: Vec<Event>, fault: Fault| {
+            let c = classify(&fault, &node_id);
+            let mut events = events;
+            events.extend(c.breach);
+            (Err(c.error), events)
+        };
+        let ledger = match budget.validate() {
+            Err(e) => {
+                return self.report(
+                    &req,
+                    Err(NodeError::runtime(
+                        ErrorCode::ValidationError,
+                        format!("invalid run budget: {e}"),
+                        Default::default(),
+                    )),
+                    events,
+                    Usage::default(),
+                );
+            }
+            Ok(()) => {
+                match self
+                    .inner
+                    .meter
+                    .open_run(&req.context.run_id, &budget)
+                    .await
+                {
+                    Ok((l, ev)) => {
+                        events.extend(ev);
+                        l
+                    }
+                    Err(e) => {
+                        return self.report(&req, Err(NodeError::runtime(ErrorCode::InternalError, format!("the run's budget could not be read, so the node did not run: {e}"), Default::default())), events, Usage::default());
+                    }
+                }
+            }
+        };
+        if let Some(d) = ledger.exhausted {
+            let fault = Fault::Budget {
+                kind: d.cap_kind(),
+                dimension: d.as_str(),
+                limit: ledger.limit_of(d).unwrap_or(0.0).ceil() as u64,
+                observed: ledger.used_of(d).ceil() as u64,
             };
-            return report;
+            let (outcome, events) = refuse(events, fault);
+            return self.report(&req, outcome, events, Usage::default());
+        }
+
+        // Limits for this invocation: input-scaled fuel, the run's fuel
+        // budget and the run's remaining wall clock.
+        let mut limits = inspection.limits;
+        let ceiling = policy.limits().fuel;
+        if let Some(f) = inspection
+            .manifest
+            .wop
+            .limits
+            .scaled_fuel(ceiling, &req.inputs)
+        {
+            limits.fuel = f;
+        }
+        let mut binding = Binding::default();
+        if let Some(left) = ledger.fuel_left() {
+            if left == 0 {
+                let fault = Fault::Budget {
+                    kind: "budget-fuel",
+                    dimension: "fuel",
+                    limit: budget.max_fuel.unwrap_or(0),
+                    observed: ledger.consumed.fuel,
+                };
+                let (outcome, events) = refuse(events, fault);
+                return self.report(&req, outcome, events, Usage::default());
+            }
+            if left < limits.fuel {
+                limits.fuel = left;
+                binding.fuel_budget = Some(left);
+            }
+        }
+        if let Some(run_ms) = bounds.run_timeout_ms {
+            let elapsed = crate::effects::now_ms().saturating_sub(ledger.started_at_ms);
+            let left = run_ms.saturating_sub(elapsed);
+            if left == 0 {
+                let (outcome, events) = refuse(
+                    events,
+                    Fault::RunTimeout {
+                        limit_ms: run_ms,
+                        elapsed_ms: elapsed,
+                    },
+                );
+                return self.report(&req, outcome, events, Usage::default());
+            }
+            if left < limits.wall_clock_ms {
+                limits.wall_clock_ms = left;
+                binding.run_timeout = Some((run_ms, elapsed));
+            }
+        }
+
+        let (outcome, exec_events, mut usage) = match (core, component) {
+            (Some(core), _) => {
+                let r = core
+                    .invoke(&req, &self.inner.instantiations, limits, binding)
+                    .await;
+                (r.outcome, r.events, r.usage)
+            }
+            (None, Some(pack)) => {
+                let m = &pack.inspection.manifest;
+                let scope = InvocationScope {
+                    run_id: req.context.run_id.clone(),
+                    node_id: req.context.node_id.clone(),
+                    tenant_id: req.context.tenant_id.clone(),
+                    attempt: req.context.attempt,
+                    type_id: req.type_id.clone(),
+                    capabilities: pack.inspection.effective.clone(),
+                    principal: req.principal.clone(),
+                    pack: m.name.clone(),
+                    declared_tools: m.wop.tools.clone(),
+                    granted_tools: policy.grant(&m.name).tools,
+                    egress: Some(crate::egress::PackEgress {
+                        engine: self.inner.egress.clone(),
+                        allow: pack.inspection.egress.allow.clone(),
+                    }),
+                    depth,
+                };
+                let run_meter = Some(MeterSite {
+                    meter: self.inner.meter.clone(),
+                    run_id: req.context.run_id.clone(),
+                    node_id: node_id.clone(),
+                });
+                self.run_component(&pack, &req, scope, limits, bounds, run_meter, binding)
+                    .await
+            }
+            (None, None) => {
+                return self.report(
+                    &req,
+                    Err(NodeError::runtime(
+                        ErrorCode::InternalError,
+                        "the pack was unloaded during the call",
+                        Default::default(),
+                    )),
+                    events,
+                    Usage::default(),
+                );
+            }
         };
+        events.extend(exec_events);
+
+        // Cost, persistence and the budget's view of this invocation.
+        let prices = self.inner.meter.prices();
+        usage.currency = prices.currency.clone();
+        usage.cost = prices.invocation_cost(&usage) + prices.tool_call_total(&usage);
+        // A budget breach reported by the sandbox (fuel budget) follows the
+        // ledger's `budget.exhausted`: exhausted → cap.breached.
+        let (budget_breaches, rest): (Vec<Event>, Vec<Event>) = std::mem::take(&mut events)
+            .into_iter()
+            .partition(|e| matches!(e, Event::CapBreached { kind, .. } if kind == "budget-fuel"));
+        events = rest;
+        match self.inner.meter.record(&usage, &node_id).await {
+            Ok(ev) => events.extend(ev),
+            Err(e) => tracing::error!(run = %usage.run_id, error = %e, "cannot persist usage"),
+        }
+        events.extend(budget_breaches);
+        self.report(&req, outcome, events, usage)
+    }
+
+    /// Runs a component pack's `invoke` in a fresh sandbox.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_component(
+        &self,
+        pack: &LoadedPack,
+        req: &InvokeRequest,
+        scope: InvocationScope,
+        limits: Limits,
+        bounds: RunBounds,
+        run_meter: Option<MeterSite>,
+        binding: Binding,
+    ) -> (Result<Outcome, NodeError>, Vec<Event>, Usage) {
         let m = &pack.inspection.manifest;
-        let scope = InvocationScope {
-            run_id: req.context.run_id.clone(),
-            node_id: req.context.node_id.clone(),
-            tenant_id: req.context.tenant_id.clone(),
-            attempt: req.context.attempt,
-            type_id: req.type_id.clone(),
-            capabilities: pack.inspection.effective.clone(),
-            principal: req.principal.clone(),
-            pack: m.name.clone(),
-            declared_tools: m.wop.tools.clone(),
-            granted_tools: self.inner.policy.grant(&m.name).tools,
-            depth,
-        };
         let wit_req = node::Request {
             context: types::NodeContext {
                 run_id: req.context.run_id.clone(),
@@ -566,14 +799,19 @@ impl Runtime {
             config: req.config.to_string(),
             resume: req.resume.as_ref().map(|v| v.to_string()),
         };
-        let exec = execute(self.params(&pack, scope), Call::Invoke(wit_req)).await;
+        let mut params = self.params(pack, scope);
+        params.limits = limits;
+        params.bounds = bounds;
+        params.run_meter = run_meter;
+        params.binding = binding;
+        let exec = execute(params, Call::Invoke(wit_req)).await;
         let mut usage = exec.usage;
         usage.pack = m.name.clone();
         usage.pack_version = m.version.clone();
         let mut events = exec.events;
         let outcome = match exec.result {
             Ok(Returned::Invoke(r)) => {
-                match interpret(r, &pack.inspection.limits, &req.context.node_id, &mut usage) {
+                match interpret(r, &limits, &req.context.node_id, &mut usage) {
                     Ok(o) => Ok(o),
                     Err(c) => {
                         if let Some(b) = c.breach {
@@ -590,6 +828,17 @@ impl Runtime {
             )),
             Err(c) => Err(c.error),
         };
+        (outcome, events, usage)
+    }
+
+    /// Delivers events to the sink and builds the report.
+    fn report(
+        &self,
+        req: &InvokeRequest,
+        outcome: Result<Outcome, NodeError>,
+        events: Vec<Event>,
+        usage: Usage,
+    ) -> InvocationReport {
         if let Some(sink) = &self.inner.sink {
             for e in &events {
                 sink.emit(&req.context.run_id, &req.context.node_id, e);
@@ -600,6 +849,30 @@ impl Runtime {
             events,
             usage,
         }
+    }
+
+    /// Usage records, optionally of one run and/or one pack (persisted in
+    /// the effect store, so they survive restarts with a durable store).
+    pub async fn usage(
+        &self,
+        run: Option<&str>,
+        pack: Option<&str>,
+    ) -> Result<Vec<Usage>, MeterError> {
+        self.inner.meter.usage(run, pack).await
+    }
+
+    /// Roll-ups per run and per pack (`pack@version`).
+    pub async fn usage_rollup(
+        &self,
+        run: Option<&str>,
+        pack: Option<&str>,
+    ) -> Result<(BTreeMap<String, Rollup>, BTreeMap<String, Rollup>), MeterError> {
+        self.inner.meter.rollup(run, pack).await
+    }
+
+    /// A run's budget ledger, if the run has started.
+    pub async fn ledger(&self, run: &str) -> Result<Option<Ledger>, MeterError> {
+        self.inner.meter.ledger(run).await
     }
 }
 

@@ -29,6 +29,8 @@ pub(crate) struct InvocationScope {
     pub declared_tools: Vec<String>,
     pub granted_tools: Vec<String>,
     pub depth: u32,
+    /// What safe-fetch may reach (`None`: nothing, e.g. during describe()).
+    pub egress: Option<crate::egress::PackEgress>,
 }
 
 impl InvocationScope {
@@ -74,11 +76,132 @@ pub(crate) struct HostState {
     pub counters: crate::gate::CallCounters,
     /// When this invocation's wall clock runs out.
     pub deadline: Instant,
+    /// Per-call attribution and usage counters.
+    pub meter: CallMeter,
+    /// Loop and run bounds.
+    pub bounds: crate::metering::RunBounds,
+    /// The run's budget meter, for charging tool calls before they run.
+    pub run_meter: Option<crate::gate::MeterSite>,
+}
+
+/// Most host-call records kept per invocation (the rest are aggregated).
+pub(crate) const MAX_CALL_RECORDS: usize = 4096;
+
+/// Attribution of fuel and wall time to host calls, and usage counters.
+#[derive(Debug, Default)]
+pub(crate) struct CallMeter {
+    /// Set by the call hook on every host entry: (fuel remaining, when).
+    pub pending: Option<(u64, Instant)>,
+    /// The open, labeled host call.
+    open: Option<(crate::invoke::HostCallRecord, Instant)>,
+    /// Fuel remaining at the last recorded host call (initially the limit).
+    pub mark: u64,
+    /// Recorded calls.
+    pub records: Vec<crate::invoke::HostCallRecord>,
+    /// Performed tool calls by id.
+    pub tool_calls_by_id: BTreeMap<String, u64>,
+    /// Effect claims won.
+    pub effect_claims: u64,
+    /// Egress bytes in / out.
+    pub egress_in: u64,
+    /// Egress bytes out.
+    pub egress_out: u64,
+    /// Tool-call rounds of the pack's own loop.
+    pub loop_iterations: u64,
+}
+
+impl CallMeter {
+    pub(crate) fn new(fuel_limit: u64) -> Self {
+        Self {
+            mark: fuel_limit,
+            ..Default::default()
+        }
+    }
+
+    /// Labels the host call the hook just entered as ours.
+    fn open(&mut self, interface: &'static str) {
+        let Some((fuel, at)) = self.pending.take() else {
+            return;
+        };
+        let rec = crate::invoke::HostCallRecord {
+            interface: interface.to_owned(),
+            target: None,
+            fuel_before: self.mark.saturating_sub(fuel),
+            wall_us: 0,
+        };
+        self.mark = fuel;
+        self.open = Some((rec, at));
+    }
+
+    /// Names the target of the open call (a tool id, a destination).
+    pub(crate) fn target(&mut self, t: &str) {
+        if let Some((rec, _)) = &mut self.open {
+            rec.target = Some(t.to_owned());
+        }
+    }
+
+    /// Called by the hook when a host call returns.
+    pub(crate) fn close(&mut self) {
+        self.pending = None;
+        if let Some((mut rec, at)) = self.open.take() {
+            rec.wall_us = u64::try_from(at.elapsed().as_micros()).unwrap_or(u64::MAX);
+            if self.records.len() < MAX_CALL_RECORDS {
+                self.records.push(rec);
+            } else if let Some(last) = self.records.last_mut() {
+                // Past the cap: fold into the last record so sums stay exact.
+                last.fuel_before += rec.fuel_before;
+                last.wall_us += rec.wall_us;
+                last.interface = "(aggregated)".to_owned();
+                last.target = None;
+            }
+        }
+    }
+
+    /// Counts performed tool calls and won claims from the gate's events.
+    pub(crate) fn absorb(&mut self, events: &[crate::events::Event]) {
+        for e in events {
+            if let crate::events::Event::ToolReturned {
+                tool_name,
+                duration_ms: Some(_),
+                effect_id,
+                ..
+            } = e
+            {
+                *self.tool_calls_by_id.entry(tool_name.clone()).or_insert(0) += 1;
+                if effect_id.is_some() {
+                    self.effect_claims += 1;
+                }
+            }
+        }
+    }
 }
 
 impl HostState {
     pub(crate) fn count(&mut self, iface: &'static str) {
         *self.host_calls.entry(iface).or_insert(0) += 1;
+        self.meter.open(iface);
+    }
+
+    /// One round of the pack's own agent loop (a tools/http/mcp call).
+    /// Past `maxLoopIterations` the invocation fails with
+    /// `loop_limit_exceeded`.
+    pub(crate) fn loop_tick(&mut self) -> wasmtime::Result<()> {
+        self.meter.loop_iterations += 1;
+        let observed = self.meter.loop_iterations;
+        if let Some(limit) = self.bounds.max_loop_iterations
+            && observed > u64::from(limit)
+        {
+            if self.host_fault.is_none() {
+                self.host_fault = Some(Fault::LoopLimit {
+                    limit: u64::from(limit),
+                    observed,
+                });
+            }
+            return Err(wasmtime::Error::msg(format!(
+                "loop limit exceeded: {observed} > {limit}"
+            )));
+        }
+        Ok(())
     }
 
     /// Records a host-cap breach and returns the trap to raise.
@@ -137,6 +260,7 @@ impl HostState {
             deadline: self.deadline,
             depth: self.scope.depth,
             transport,
+            meter: self.run_meter.clone(),
         }
     }
 

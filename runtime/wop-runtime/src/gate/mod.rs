@@ -89,6 +89,27 @@ pub struct CallSite {
     pub depth: u32,
     /// How the call arrived.
     pub transport: Transport,
+    /// The run's budget meter; tool calls are charged before they run.
+    pub meter: Option<MeterSite>,
+}
+
+/// The run whose budget pays for calls at a call site.
+#[derive(Clone)]
+pub struct MeterSite {
+    /// The meter.
+    pub meter: crate::metering::Meter,
+    /// The run.
+    pub run_id: String,
+    /// The node (for `cap.breached`).
+    pub node_id: String,
+}
+
+impl std::fmt::Debug for MeterSite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MeterSite")
+            .field("run_id", &self.run_id)
+            .finish()
+    }
 }
 
 /// Per-invocation counters the gate advances.
@@ -365,6 +386,11 @@ impl Gate {
 
         // 3. Reads and pure tools: perform directly.
         if !tool.descriptor.is_effect() {
+            if let Err(e) = self.charge(site, tool_id, events).await {
+                let r = Err(e);
+                events.push(returned(ToolStatus::Error, None, &r, false, None));
+                return r;
+            }
             let started = Instant::now();
             let r = self.bounded(tool.provider.call(call).await);
             let status = if r.is_ok() {
@@ -429,6 +455,15 @@ impl Gate {
         };
         match begin {
             Begin::Perform { claimed, resend } => {
+                if let Err(e) = self.charge(site, tool_id, events).await {
+                    // Refused before anything was sent: give the claim back.
+                    if let Err(se) = self.effects.release(&claimed).await {
+                        tracing::warn!(effect = %effect_id, error = %se, "cannot release a refused claim");
+                    }
+                    let r = Err(e);
+                    events.push(returned(ToolStatus::Error, None, &r, false, eid));
+                    return r;
+                }
                 call.idempotency_key = Some(effect_id.clone());
                 let started = Instant::now();
                 let outcome = tool.provider.call(call).await;
@@ -484,6 +519,52 @@ impl Gate {
                 events.push(returned(ToolStatus::Error, None, &r, false, eid));
                 r
             }
+        }
+    }
+
+    /// Charges one call to the run's budget; `Err` (with the events
+    /// already appended) when it would exceed a dimension.
+    async fn charge(
+        &self,
+        site: &CallSite,
+        tool_id: &str,
+        events: &mut Vec<Event>,
+    ) -> Result<(), GateError> {
+        let Some(m) = &site.meter else {
+            return Ok(());
+        };
+        match m
+            .meter
+            .charge_tool_call(&m.run_id, &m.node_id, tool_id)
+            .await
+        {
+            Ok((ev, Ok(()))) => {
+                events.extend(ev);
+                Ok(())
+            }
+            Ok((ev, Err(x))) => {
+                events.extend(ev);
+                Err(GateError::new(
+                    GateErrorKind::BudgetExhausted,
+                    ErrorCode::BudgetExhausted.as_str(),
+                    format!(
+                        "the run's {} budget would be exceeded by this call ({} > {}); it was not performed",
+                        x.dimension.as_str(),
+                        x.attempted,
+                        x.limit
+                    ),
+                    json!({"dimension": x.dimension.as_str(), "limit": x.limit, "attempted": x.attempted, "toolName": tool_id}),
+                ))
+            }
+            // Fail closed: without a charge the call does not run.
+            Err(e) => Err(GateError::new(
+                GateErrorKind::Failed,
+                ErrorCode::InternalError.as_str(),
+                format!(
+                    "the run's budget could not be checked, so the call was not performed: {e}"
+                ),
+                json!({"toolName": tool_id}),
+            )),
         }
     }
 

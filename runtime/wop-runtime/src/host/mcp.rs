@@ -30,6 +30,7 @@ impl Host for HostState {
     ) -> wasmtime::Result<Result<String, ErrorInfo>> {
         self.count("mcp");
         self.require(Capability::Mcp)?;
+        self.loop_tick()?;
         self.check_arg(
             server_id.len() + name.len() + arguments.len() + idempotency_key.map_or(0, |k| k.len()),
         )?;

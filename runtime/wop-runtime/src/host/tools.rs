@@ -42,6 +42,8 @@ impl Host for HostState {
         self.check_arg(
             tool_id.len() + arguments.len() + idempotency_key.as_ref().map_or(0, String::len),
         )?;
+        self.loop_tick()?;
+        self.meter.target(&tool_id);
         let args: serde_json::Value = match serde_json::from_str(&arguments) {
             Ok(v) => v,
             Err(e) => {
@@ -67,6 +69,7 @@ impl Host for HostState {
             )
             .await;
         self.counters = counters;
+        self.meter.absorb(&events);
         with_log(&self.log, |l| events.into_iter().for_each(|e| l.record(e)));
         Ok(r.map(|v| v.to_string()).map_err(to_wit))
     }

@@ -59,6 +59,9 @@ impl ToolProvider for PackTool {
             resume: None,
             context: ctx,
             principal: call.principal,
+            // Same run: its ledger (budget, run clock) already exists.
+            budget: None,
+            bounds: None,
         };
         let report = crate::runtime::Runtime::from_inner(rt)
             .invoke_at_depth(req, depth)

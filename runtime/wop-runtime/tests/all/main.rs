@@ -2,11 +2,14 @@
 //! wop-test-packs build script) through the real runtime.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod abi_v1;
 mod cache;
+mod egress;
 mod filesystem;
 mod gate;
 mod hostile;
 mod manifest;
+mod metering;
 mod replay;
 mod samples;
 

@@ -4,7 +4,8 @@
 //! → `{"tool": "<scope>:<id>", "result": <the tool's JSON result>}`. A refused
 //! or failed call fails the node with the tool error's code, message and
 //! details. Input `{"list": true}` → `{"tools": [<ToolDescriptor>, ...]}`,
-//! the tools this invocation may call.
+//! the tools this invocation may call. `"repeat": n` calls the tool `n` times
+//! in a loop (a minimal agent loop) and returns `{"tool", "results": [...]}`.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -29,6 +30,9 @@ struct Inputs {
     /// Names the business operation so the effect fires at most once.
     #[serde(default)]
     idempotency_key: Option<String>,
+    /// Call the tool this many times in a loop (default: once).
+    #[serde(default)]
+    repeat: Option<u32>,
 }
 
 impl Pack for ToolCall {
@@ -52,6 +56,13 @@ impl Pack for ToolCall {
             .info_with("calling tool", &json!({ "tool": tool }));
         // A ToolError converts into a NodeError with the same code, message
         // and details, so `?` fails the node with the tool's error.
+        if let Some(n) = inputs.repeat {
+            let mut results = Vec::new();
+            for _ in 0..n {
+                results.push(ctx.tools().call(&tool, &arguments, None)?);
+            }
+            return Outcome::completed(json!({ "tool": tool, "results": results }));
+        }
         let result = ctx
             .tools()
             .call(&tool, &arguments, inputs.idempotency_key.as_deref())?;

@@ -1,0 +1,542 @@
+//! One sandboxed execution of a core module: a fresh store and instance on
+//! the process-wide engine, the same limiter, fuel, fuel-yield + deadline
+//! wall clock and bounded log as components, then classification through
+//! the one [`classify`] function.
+
+use super::host::{CoreState, PairEncoding, in_bounds};
+use crate::classify::{Classified, Fault, classify};
+use crate::events::Event;
+use crate::invoke::Usage;
+use crate::limits::Limits;
+use crate::logbuf::LogBuffer;
+use crate::replay::{ReplayClock, ReplayRng, Seed};
+use crate::state::{Limiter, SharedLog};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use wasmtime::{Instance, InstancePre, Linker, Memory, MemoryType, Module, Store, Trap, Val};
+
+/// Longest pack name read from `openwop_pack_name` (as `pack.json`).
+const MAX_NAME_BYTES: u32 = 214;
+/// Longest node typeId read from `openwop_node_id_at`.
+const MAX_TYPE_ID_BYTES: u32 = 256;
+/// Most node types one module may report.
+const MAX_NODES: i32 = 1024;
+/// Room for the response envelope around the output (and a failed
+/// response's error message) on top of `limits.outputBytes`.
+pub(crate) const ENVELOPE_SLACK: u64 = 64 << 10;
+
+/// The signatures of the ABI exports a module declared.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AbiExports {
+    /// `openwop_pack_name`.
+    pub pack_name: PairEncoding,
+    /// `openwop_node_id_at`.
+    pub node_id_at: PairEncoding,
+    /// `openwop_node_invoke`.
+    pub node_invoke: PairEncoding,
+}
+
+/// A compiled module with everything needed to instantiate it.
+pub(crate) struct Linked {
+    pub module: Module,
+    pub linker: Linker<CoreState>,
+    /// Ready-made pre-instantiation when the module imports no memory.
+    pub pre: Option<InstancePre<CoreState>>,
+    /// The memory the host provides as `env.memory` (max = the cap).
+    pub host_memory: Option<MemoryType>,
+    /// The ABI exports (absent in probe mode).
+    pub exports: Option<AbiExports>,
+}
+
+/// What to call on the fresh instance.
+pub(crate) enum CoreCall {
+    /// `openwop_abi_version` first, then name and node ids.
+    Identify,
+    /// `openwop_node_invoke(index, request)`.
+    Invoke { index: u32, request: Vec<u8> },
+    /// Probe mode: one export with no argument or one i32.
+    Probe { entry: String, arg: Option<i32> },
+}
+
+/// What identification read.
+#[derive(Debug, Clone)]
+pub(crate) struct Identity {
+    pub version: i64,
+    /// `None` when the version is unsupported (nothing else was read).
+    pub name: Option<String>,
+    pub node_ids: Vec<String>,
+}
+
+pub(crate) enum CoreReturned {
+    Identity(Identity),
+    /// The response bytes (already freed in the module).
+    Response(Vec<u8>),
+    /// `openwop_interrupt` suspended the node with this payload.
+    Suspended(Value),
+    /// The probe's first result, if the export returns one.
+    Probe(Option<Val>),
+}
+
+/// Per-execution inputs.
+pub(crate) struct Setup<'a> {
+    pub linked: &'a Linked,
+    pub limits: Limits,
+    pub seed: Seed,
+    /// For `cap.breached.nodeId`.
+    pub node_id: String,
+    pub variables: Map<String, Value>,
+    pub channels: Map<String, Value>,
+    pub resume: Option<Value>,
+    pub instantiations: Option<&'a AtomicU64>,
+    /// Which run-level limit binds fuel and the wall clock.
+    pub binding: crate::invoke::Binding,
+}
+
+/// The result of one execution.
+pub(crate) struct CoreExecution {
+    pub result: Result<CoreReturned, Classified>,
+    pub events: Vec<Event>,
+    pub usage: Usage,
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Runs `call` in a fresh store and instance, then drops both.
+pub(crate) async fn execute(s: Setup<'_>, call: CoreCall) -> CoreExecution {
+    let started = Instant::now();
+    let limits = s.limits;
+    let binding = s.binding;
+    let log: SharedLog = Arc::new(Mutex::new(LogBuffer::new(
+        usize::try_from(limits.log_bytes).unwrap_or(usize::MAX),
+        usize::try_from(limits.log_line_bytes).unwrap_or(usize::MAX),
+    )));
+    let mut usage = Usage {
+        fuel_limit: limits.fuel,
+        memory_limit_bytes: limits.memory_bytes,
+        ..Default::default()
+    };
+    let state = CoreState {
+        limiter: Limiter::new(&limits),
+        log: log.clone(),
+        rng: ReplayRng::new(s.seed.derive("openwop:random")),
+        clock: ReplayClock::new(&s.seed),
+        limits,
+        host_calls: BTreeMap::new(),
+        host_fault: None,
+        instantiated_at: None,
+        memory: None,
+        variables: s.variables,
+        channels: s.channels,
+        state_bytes: 0,
+        resume: s.resume,
+        suspended: None,
+    };
+    let node_id = s.node_id;
+    let engine = s.linked.module.engine().clone();
+    let mut store = Store::new(&engine, state);
+    store.limiter(|st| &mut st.limiter);
+    let setup = store
+        .set_fuel(limits.fuel)
+        .and_then(|()| store.fuel_async_yield_interval(Some(crate::engine::FUEL_YIELD_INTERVAL)));
+    if let Err(e) = setup {
+        let c = classify(
+            &Fault::Trap {
+                kind: "host-setup".to_owned(),
+                message: format!("cannot configure fuel: {e:#}"),
+            },
+            &node_id,
+        );
+        drop(store);
+        return finish(Err(c), log, usage, started);
+    }
+    let linked = s.linked;
+    let instantiations = s.instantiations;
+    let run = async {
+        if let Some(n) = instantiations {
+            n.fetch_add(1, Ordering::Relaxed);
+        }
+        let instance = instantiate(linked, &mut store).await?;
+        store.data_mut().instantiated_at = Some(Instant::now());
+        match call {
+            CoreCall::Identify => identify(linked, &instance, &mut store).await,
+            CoreCall::Invoke { index, request } => {
+                invoke(linked, &instance, &mut store, index, &request).await
+            }
+            CoreCall::Probe { entry, arg } => probe(&instance, &mut store, &entry, arg).await,
+        }
+    };
+    let deadline = Duration::from_millis(limits.wall_clock_ms);
+    let outcome = tokio::time::timeout(deadline, run).await;
+    let elapsed = started.elapsed();
+
+    let remaining = store.get_fuel().unwrap_or(0);
+    usage.fuel_consumed = limits.fuel.saturating_sub(remaining);
+    let data = store.data_mut();
+    usage.peak_memory_bytes = data.limiter.memory_peak;
+    usage.instantiate_time_us = data
+        .instantiated_at
+        .map_or(0, |t| micros(t.saturating_duration_since(started)));
+    usage.host_calls = data
+        .host_calls
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), *v))
+        .collect();
+    let result = match outcome {
+        Err(_elapsed) => Err(classify(
+            &binding.apply(Fault::WallClock {
+                limit_ms: limits.wall_clock_ms,
+                elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+            }),
+            &node_id,
+        )),
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(e)) => match data.suspended.take() {
+            Some(payload) => Ok(CoreReturned::Suspended(payload)),
+            None => Err(classify(
+                &binding.apply(fault_of(&e, data, &limits, usage.fuel_consumed)),
+                &node_id,
+            )),
+        },
+    };
+    drop(store);
+    finish(result, log, usage, started)
+}
+
+async fn instantiate(linked: &Linked, store: &mut Store<CoreState>) -> wasmtime::Result<Instance> {
+    if let Some(pre) = &linked.pre {
+        return pre.instantiate_async(&mut *store).await;
+    }
+    let mut linker = linked.linker.clone();
+    if let Some(ty) = &linked.host_memory {
+        let mem = Memory::new(&mut *store, ty.clone())?;
+        store.data_mut().memory = Some(mem);
+        linker.define(&*store, "env", "memory", mem)?;
+    }
+    linker.instantiate_async(&mut *store, &linked.module).await
+}
+
+fn memory(instance: &Instance, store: &mut Store<CoreState>) -> wasmtime::Result<Memory> {
+    if let Some(m) = store.data().memory {
+        return Ok(m);
+    }
+    match instance.get_memory(&mut *store, "memory") {
+        Some(m) => Ok(m),
+        None => Err(store
+            .data_mut()
+            .invalid("the module has no linear memory (export `memory` or import `env.memory`)")),
+    }
+}
+
+/// Calls an export that returns (ptr, len) and copies the bytes out.
+async fn call_pair(
+    instance: &Instance,
+    store: &mut Store<CoreState>,
+    export: &str,
+    params: &[Val],
+    enc: PairEncoding,
+) -> wasmtime::Result<(u32, u32)> {
+    let Some(f) = instance.get_func(&mut *store, export) else {
+        return Err(store
+            .data_mut()
+            .invalid(format!("the module does not export {export}")));
+    };
+    let mut results = vec![Val::I32(0); enc.arity()];
+    f.call_async(&mut *store, params, &mut results).await?;
+    match enc.decode(&results) {
+        Some(p) => Ok(p),
+        None => Err(store
+            .data_mut()
+            .invalid(format!("{export} returned values of the wrong type"))),
+    }
+}
+
+/// Bounds-checks (ptr, len), caps len, copies the bytes.
+fn read_out(
+    instance: &Instance,
+    store: &mut Store<CoreState>,
+    what: &str,
+    (ptr, len): (u32, u32),
+    cap: u64,
+    cap_kind: Option<&'static str>,
+) -> wasmtime::Result<Vec<u8>> {
+    let mem = memory(instance, store)?;
+    let size = mem.data_size(&*store);
+    if !in_bounds(ptr, len, size) {
+        return Err(store.data_mut().invalid(format!(
+            "{what}: (ptr {ptr}, len {len}) lies past the end of memory ({size} bytes)"
+        )));
+    }
+    if u64::from(len) > cap {
+        return Err(match cap_kind {
+            Some(kind) => store.data_mut().fault(Fault::HostCap {
+                kind,
+                limit: cap,
+                observed: len.into(),
+            }),
+            None => store.data_mut().invalid(format!(
+                "{what}: {len} bytes is longer than the {cap}-byte limit"
+            )),
+        });
+    }
+    let start = ptr as usize;
+    Ok(mem.data(&*store)[start..start + len as usize].to_vec())
+}
+
+fn text(store: &mut Store<CoreState>, what: &str, bytes: Vec<u8>) -> wasmtime::Result<String> {
+    String::from_utf8(bytes).map_err(|_| {
+        store
+            .data_mut()
+            .invalid(format!("{what} is not valid UTF-8"))
+    })
+}
+
+async fn call_i32(
+    instance: &Instance,
+    store: &mut Store<CoreState>,
+    export: &str,
+) -> wasmtime::Result<i32> {
+    let f = match instance.get_typed_func::<(), i32>(&mut *store, export) {
+        Ok(f) => f,
+        Err(e) => return Err(store.data_mut().invalid(format!("{export}: {e}"))),
+    };
+    f.call_async(&mut *store, ()).await
+}
+
+async fn identify(
+    linked: &Linked,
+    instance: &Instance,
+    store: &mut Store<CoreState>,
+) -> wasmtime::Result<CoreReturned> {
+    // The ABI version first: nothing else is read from an unsupported module.
+    let version = i64::from(call_i32(instance, store, "openwop_abi_version").await?);
+    if !super::SUPPORTED_ABI_VERSIONS.contains(&version) {
+        return Ok(CoreReturned::Identity(Identity {
+            version,
+            name: None,
+            node_ids: Vec::new(),
+        }));
+    }
+    let Some(exports) = linked.exports else {
+        return Err(store.data_mut().invalid("not linked as an ABI v1 pack"));
+    };
+    let p = call_pair(instance, store, "openwop_pack_name", &[], exports.pack_name).await?;
+    let bytes = read_out(
+        instance,
+        store,
+        "openwop_pack_name",
+        p,
+        MAX_NAME_BYTES.into(),
+        None,
+    )?;
+    let name = text(store, "openwop_pack_name", bytes)?;
+    let count = call_i32(instance, store, "openwop_node_count").await?;
+    if !(0..=MAX_NODES).contains(&count) {
+        return Err(store.data_mut().invalid(format!(
+            "openwop_node_count returned {count}; expected 0..={MAX_NODES}"
+        )));
+    }
+    let mut node_ids = Vec::with_capacity(count as usize);
+    for i in 0..count {
+        let p = call_pair(
+            instance,
+            store,
+            "openwop_node_id_at",
+            &[Val::I32(i)],
+            exports.node_id_at,
+        )
+        .await?;
+        let bytes = read_out(
+            instance,
+            store,
+            "openwop_node_id_at",
+            p,
+            MAX_TYPE_ID_BYTES.into(),
+            None,
+        )?;
+        node_ids.push(text(store, "openwop_node_id_at", bytes)?);
+    }
+    Ok(CoreReturned::Identity(Identity {
+        version,
+        name: Some(name),
+        node_ids,
+    }))
+}
+
+/// Calls `openwop_free`; a trap in it is the module's fault, classified
+/// as `sandbox_invocation_error` (unless a limit stopped it).
+async fn free(
+    instance: &Instance,
+    store: &mut Store<CoreState>,
+    (ptr, len): (u32, u32),
+) -> wasmtime::Result<()> {
+    let f = match instance.get_typed_func::<(i32, i32), ()>(&mut *store, "openwop_free") {
+        Ok(f) => f,
+        Err(e) => return Err(store.data_mut().invalid(format!("openwop_free: {e}"))),
+    };
+    match f.call_async(&mut *store, (ptr as i32, len as i32)).await {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let limit_hit = store.data().limiter.breach.is_some()
+                || store.data().host_fault.is_some()
+                || matches!(e.downcast_ref::<Trap>(), Some(Trap::OutOfFuel));
+            if limit_hit {
+                Err(e)
+            } else {
+                Err(store.data_mut().fault(Fault::Trap {
+                    kind: "free-trapped".to_owned(),
+                    message: format!("openwop_free({ptr}, {len}) trapped: {e:#}"),
+                }))
+            }
+        }
+    }
+}
+
+async fn invoke(
+    linked: &Linked,
+    instance: &Instance,
+    store: &mut Store<CoreState>,
+    index: u32,
+    request: &[u8],
+) -> wasmtime::Result<CoreReturned> {
+    let Some(exports) = linked.exports else {
+        return Err(store.data_mut().invalid("not linked as an ABI v1 pack"));
+    };
+    let len = match u32::try_from(request.len()) {
+        Ok(l) if l <= i32::MAX as u32 => l,
+        _ => return Err(store.data_mut().invalid("the request is too large")),
+    };
+    let alloc = match instance.get_typed_func::<i32, i32>(&mut *store, "openwop_alloc") {
+        Ok(f) => f,
+        Err(e) => return Err(store.data_mut().invalid(format!("openwop_alloc: {e}"))),
+    };
+    let req_ptr = alloc.call_async(&mut *store, len as i32).await? as u32;
+    let mem = memory(instance, store)?;
+    let size = mem.data_size(&*store);
+    if req_ptr == 0 || !in_bounds(req_ptr, len, size) {
+        return Err(store.data_mut().invalid(format!(
+            "openwop_alloc({len}) returned {req_ptr}, which is not a usable buffer in a memory of {size} bytes"
+        )));
+    }
+    if let Err(e) = mem.write(&mut *store, req_ptr as usize, request) {
+        return Err(store
+            .data_mut()
+            .invalid(format!("writing the request: {e}")));
+    }
+    let resp = call_pair(
+        instance,
+        store,
+        "openwop_node_invoke",
+        &[
+            Val::I32(index as i32),
+            Val::I32(req_ptr as i32),
+            Val::I32(len as i32),
+        ],
+        exports.node_invoke,
+    )
+    .await?;
+    if resp == (0, 0) {
+        return Err(store
+            .data_mut()
+            .invalid("openwop_node_invoke returned no response (0, 0)"));
+    }
+    let cap = store
+        .data()
+        .limits
+        .output_bytes
+        .saturating_add(ENVELOPE_SLACK);
+    let bytes = read_out(
+        instance,
+        store,
+        "openwop_node_invoke response",
+        resp,
+        cap,
+        Some("output-bytes"),
+    )?;
+    // The host frees what it allocated and what it was handed, once each.
+    free(instance, store, (req_ptr, len)).await?;
+    free(instance, store, resp).await?;
+    Ok(CoreReturned::Response(bytes))
+}
+
+async fn probe(
+    instance: &Instance,
+    store: &mut Store<CoreState>,
+    entry: &str,
+    arg: Option<i32>,
+) -> wasmtime::Result<CoreReturned> {
+    let Some(f) = instance.get_func(&mut *store, entry) else {
+        return Err(store
+            .data_mut()
+            .invalid(format!("the module does not export a function `{entry}`")));
+    };
+    let ty = f.ty(&*store);
+    let params: Vec<Val> = if ty.params().len() == 0 {
+        Vec::new()
+    } else {
+        vec![Val::I32(arg.unwrap_or(0))]
+    };
+    let mut results = vec![Val::I32(0); ty.results().len()];
+    f.call_async(&mut *store, &params, &mut results).await?;
+    Ok(CoreReturned::Probe(results.into_iter().next()))
+}
+
+/// Turns a wasmtime error into a [`Fault`]: limiter and host records first
+/// (they know what was attempted), then the typed trap code.
+fn fault_of(e: &wasmtime::Error, s: &CoreState, limits: &Limits, consumed: u64) -> Fault {
+    if let Some(f) = &s.limiter.breach {
+        return f.clone();
+    }
+    if let Some(f) = &s.host_fault {
+        return f.clone();
+    }
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => Fault::Fuel {
+            limit: limits.fuel,
+            consumed,
+        },
+        Some(Trap::StackOverflow) => Fault::StackOverflow,
+        Some(Trap::MemoryOutOfBounds) | Some(Trap::HeapMisaligned) => Fault::OutOfBounds,
+        Some(t) => Fault::Trap {
+            kind: crate::invoke::trap_kind(*t).to_owned(),
+            message: t.to_string(),
+        },
+        None => Fault::Trap {
+            kind: "instantiate".to_owned(),
+            message: format!("{e:#}"),
+        },
+    }
+}
+
+fn finish(
+    result: Result<CoreReturned, Classified>,
+    log: SharedLog,
+    mut usage: Usage,
+    started: Instant,
+) -> CoreExecution {
+    let buf = match Arc::try_unwrap(log) {
+        Ok(m) => m.into_inner().unwrap_or_else(|p| p.into_inner()),
+        Err(shared) => {
+            crate::state::with_log(&shared, |l| std::mem::replace(l, LogBuffer::new(0, 1)))
+        }
+    };
+    usage.log_bytes = buf.kept_bytes() as u64;
+    usage.log_bytes_dropped = buf.dropped_bytes();
+    let mut events = buf.finish();
+    if let Err(c) = &result
+        && let Some(b) = &c.breach
+    {
+        events.push(b.clone());
+    }
+    usage.wall_time_us = micros(started.elapsed());
+    CoreExecution {
+        result,
+        events,
+        usage,
+    }
+}

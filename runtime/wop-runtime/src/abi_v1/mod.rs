@@ -1,0 +1,1083 @@
+//! OpenWOP WASM ABI v1 core-module packs (`runtime.language: "wasm"`,
+//! RFC 0008) under the protocol's sandbox contract (RFC 0035).
+//!
+//! A core module exports `openwop_abi_version`, `openwop_pack_name`,
+//! `openwop_node_count`, `openwop_node_id_at`, `openwop_alloc`,
+//! `openwop_free` and `openwop_node_invoke`, and may import the host
+//! functions of module `openwop`. Strings and JSON cross as (ptr, len) in
+//! the module's memory; every (ptr, len) result is accepted as multi-value
+//! `(i32 i32)` or as one packed `i64` (ptr low, len high), decided per
+//! function from the signature the module declares.
+//!
+//! Loading, in order: read (`pack.json` with integrity check, or a bare
+//! `.wasm`) → compile on the shared engine → the static import gate
+//! ([`imports`]) on the compiled module's imports, before anything is
+//! instantiated → link with the declared signatures → identification in a
+//! fresh sandbox, reading `openwop_abi_version` **first** (only
+//! [`SUPPORTED_ABI_VERSIONS`] go further) → name and node ids checked
+//! against the manifest → typeIds registered.
+//!
+//! Invocation: a fresh store and instance per call on the process-wide
+//! engine, with the same limiter (every memory, imported or module-defined),
+//! fuel, fuel-yield + deadline wall clock, bounded log and replay seeds as
+//! components; failures go through the one [`crate::classify::classify`].
+//!
+//! Grants: `openwop_log`, `openwop_now_ms` and `openwop_random` are base
+//! (capabilities `log`, `clock`, `random`); `openwop_variable_get/set` need
+//! `variables`, `openwop_channel_read/write` need `channels` and
+//! `openwop_interrupt` needs `interrupt` — requested in `x-wop.capabilities`
+//! **and** granted in the policy's `[packs.<name>] capabilities`. A bare
+//! `.wasm` (no manifest) gets the base set only and no integrity check.
+
+mod host;
+pub mod imports;
+mod invoke;
+mod loader;
+
+pub use host::PairEncoding;
+pub use invoke::AbiExports;
+
+use crate::capability::{Capability, effective};
+use crate::classify::{Classified, Fault, classify};
+use crate::error::{ErrorCode, FailureSource, LoadError, NodeError};
+use crate::events::Event;
+use crate::invoke::{InvocationReport, InvokeRequest, Outcome};
+use crate::limits::Limits;
+use crate::manifest::{Language, Manifest, NodeDecl, RuntimeDecl, WopBlock};
+use crate::pack::Inspection;
+use crate::policy::Policy;
+use crate::replay::Seed;
+use crate::runtime::{PackSummary, Runtime};
+use invoke::{CoreCall, CoreReturned, Linked, Setup, execute};
+use loader::Mode;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, RwLock};
+
+/// The ABI versions this runtime runs.
+pub const SUPPORTED_ABI_VERSIONS: [i64; 1] = [1];
+
+/// [`SUPPORTED_ABI_VERSIONS`] as a list (for errors and documents).
+pub fn supported_versions() -> Vec<u32> {
+    SUPPORTED_ABI_VERSIONS
+        .iter()
+        .filter_map(|v| u32::try_from(*v).ok())
+        .collect()
+}
+
+/// Largest bare `.wasm` accepted (as a pack entry).
+const MAX_MODULE_BYTES: u64 = 256 << 20;
+
+/// Whether `path` is an ABI v1 pack: a file (a bare core module), or a
+/// directory whose `pack.json` says `runtime.language: "wasm"`.
+pub(crate) fn is_core_pack(path: &Path) -> bool {
+    if path.is_file() {
+        return true;
+    }
+    let Ok(bytes) = std::fs::read(path.join("pack.json")) else {
+        return false;
+    };
+    serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .is_some_and(|v| v["runtime"]["language"] == "wasm")
+}
+
+/// A loaded, identified ABI v1 pack.
+pub(crate) struct CoreModulePack {
+    pub inspection: Inspection,
+    linked: Linked,
+    /// typeId → `openwop_node_id_at` index.
+    nodes: BTreeMap<String, u32>,
+}
+
+/// What was read from disk.
+struct Source {
+    manifest: Option<Manifest>,
+    bytes: Vec<u8>,
+    sha256: String,
+}
+
+fn read_source(path: &Path) -> Result<Source, LoadError> {
+    if path.is_file() {
+        use sha2::Digest;
+        let meta = std::fs::metadata(path).map_err(|e| {
+            LoadError::validation(path.display().to_string(), format!("cannot stat: {e}"))
+        })?;
+        if meta.len() > MAX_MODULE_BYTES {
+            return Err(LoadError::validation(
+                path.display().to_string(),
+                format!("{} bytes; the limit is {MAX_MODULE_BYTES}", meta.len()),
+            ));
+        }
+        let bytes = std::fs::read(path).map_err(|e| {
+            LoadError::validation(path.display().to_string(), format!("cannot read: {e}"))
+        })?;
+        let sha256 = hex::encode(sha2::Sha256::digest(&bytes));
+        return Ok(Source {
+            manifest: None,
+            bytes,
+            sha256,
+        });
+    }
+    let (manifest, bytes, sha256) = crate::pack::read_pack(path)?;
+    if manifest.runtime.language != Language::Wasm {
+        return Err(LoadError::Unsupported(
+            "not a `wasm` (ABI v1) pack".to_owned(),
+        ));
+    }
+    Ok(Source {
+        manifest: Some(manifest),
+        bytes,
+        sha256,
+    })
+}
+
+/// Grants, limits and the (possibly still empty) manifest for a source.
+struct Resolved {
+    manifest: Manifest,
+    requested: Vec<Capability>,
+    granted: Vec<Capability>,
+    effective: BTreeSet<Capability>,
+    limits: Limits,
+    clamps: Vec<crate::limits::Clamp>,
+    /// Shown by `wop inspect`; ABI v1 has no fetch import, so it is unused.
+    egress: crate::pack::EgressView,
+}
+
+fn resolve(policy: &Policy, src: &Source, path: &Path) -> Resolved {
+    let bare = src.manifest.is_none();
+    let manifest = match &src.manifest {
+        Some(m) => m.clone(),
+        // Replaced by the module's own name and node ids once it is
+        // identified; until then the file stem stands in.
+        None => bare_manifest(
+            &path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            &[],
+            path,
+            &src.sha256,
+        ),
+    };
+    let r = crate::pack::resolve(policy, &manifest);
+    if bare {
+        // No manifest, no request: the base capabilities and the ceilings.
+        return Resolved {
+            manifest,
+            requested: Vec::new(),
+            granted: Vec::new(),
+            effective: effective(&[], &[]),
+            limits: policy.limits(),
+            clamps: Vec::new(),
+            egress: r.egress,
+        };
+    }
+    Resolved {
+        requested: manifest.wop.capabilities.clone(),
+        manifest,
+        granted: r.granted,
+        effective: r.effective,
+        limits: r.limits,
+        clamps: r.clamps,
+        egress: r.egress,
+    }
+}
+
+fn bare_manifest(name: &str, ids: &[String], path: &Path, sha256: &str) -> Manifest {
+    Manifest {
+        name: name.to_owned(),
+        version: "0.0.0".to_owned(),
+        openwop: ">=1.0.0".to_owned(),
+        nodes: ids
+            .iter()
+            .map(|t| NodeDecl {
+                type_id: t.clone(),
+                version: "0.0.0".to_owned(),
+                category: "unspecified".to_owned(),
+                role: "worker".to_owned(),
+            })
+            .collect(),
+        runtime: RuntimeDecl {
+            language: Language::Wasm,
+            entry: path
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        },
+        wop: WopBlock {
+            sha256: sha256.to_owned(),
+            ..Default::default()
+        },
+    }
+}
+
+fn code_of(code: &str) -> ErrorCode {
+    serde_json::from_value(Value::String(code.to_owned()))
+        .unwrap_or(ErrorCode::SandboxInvocationError)
+}
+
+/// Everything up to (not including) running code.
+struct Prepared {
+    src: Source,
+    res: Resolved,
+    gate: loader::GateResult,
+    linked: Result<(Linked, Option<String>), LoadError>,
+}
+
+async fn prepare(path: &Path, policy: &Policy) -> Result<Prepared, LoadError> {
+    let engine = crate::engine::engine().map_err(|e| LoadError::Io(e.to_string()))?;
+    let src = read_source(path)?;
+    let res = resolve(policy, &src, path);
+    let module = loader::compile(engine, src.bytes.clone()).await?;
+    let granted = imports::granted_names(&res.effective);
+    let gate = loader::gate(&module, &granted);
+    let linked = if gate.refusal.is_none() {
+        loader::link(engine, &module, &gate.judged, &res.limits, Mode::Pack)
+    } else {
+        Err(LoadError::Io(
+            "not linked: refused by the import gate".to_owned(),
+        ))
+    };
+    Ok(Prepared {
+        src,
+        res,
+        gate,
+        linked,
+    })
+}
+
+fn inspection(path: &Path, p: &Prepared, manifest: Manifest) -> Inspection {
+    Inspection {
+        dir: path.to_path_buf(),
+        manifest,
+        sha256: p.src.sha256.clone(),
+        imports: p.gate.reports.clone(),
+        requested: p.res.requested.clone(),
+        granted: p.res.granted.clone(),
+        effective: p.res.effective.clone(),
+        limits: p.res.limits,
+        clamps: p.res.clamps.clone(),
+        filesystem: None,
+        egress: p.res.egress.clone(),
+        refusal: None,
+    }
+}
+
+/// Runs identification in a fresh sandbox and checks it.
+async fn identify(
+    linked: &Linked,
+    problem: Option<&str>,
+    limits: Limits,
+    instantiations: Option<&AtomicU64>,
+) -> Result<(String, Vec<String>), LoadError> {
+    let exec = execute(
+        Setup {
+            linked,
+            limits,
+            seed: Seed::new("wop:load", "describe", 1),
+            node_id: "describe".to_owned(),
+            variables: Map::new(),
+            channels: Map::new(),
+            resume: None,
+            instantiations,
+            binding: Default::default(),
+        },
+        CoreCall::Identify,
+    )
+    .await;
+    let id = match exec.result {
+        Ok(CoreReturned::Identity(id)) => id,
+        Ok(_) => {
+            return Err(LoadError::Io(
+                "identification returned no identity".to_owned(),
+            ));
+        }
+        Err(c) => {
+            return Err(LoadError::Component {
+                code: code_of(&c.error.code),
+                message: format!("identifying the module at load failed: {}", c.error.message),
+            });
+        }
+    };
+    if !SUPPORTED_ABI_VERSIONS.contains(&id.version) {
+        return Err(LoadError::AbiVersion {
+            version: id.version,
+            supported: supported_versions(),
+        });
+    }
+    if let Some(p) = problem {
+        return Err(LoadError::Component {
+            code: ErrorCode::PackValidationFailed,
+            message: p.to_owned(),
+        });
+    }
+    let Some(name) = id.name else {
+        return Err(LoadError::Io("identification read no name".to_owned()));
+    };
+    Ok((name, id.node_ids))
+}
+
+/// Checks the module's identity against its manifest (or synthesizes one).
+fn reconcile(
+    manifest: &Manifest,
+    bare: bool,
+    name: &str,
+    ids: &[String],
+    path: &Path,
+    sha256: &str,
+) -> Result<Manifest, LoadError> {
+    let mut seen = BTreeSet::new();
+    for t in ids {
+        if t.trim().is_empty() || !seen.insert(t.as_str()) {
+            return Err(LoadError::validation(
+                "openwop_node_id_at",
+                format!("node typeId `{t}` is empty or reported twice"),
+            ));
+        }
+    }
+    if ids.is_empty() {
+        return Err(LoadError::validation(
+            "openwop_node_count",
+            "the module reports no node types",
+        ));
+    }
+    if bare {
+        if !crate::manifest::valid_name(name) {
+            return Err(LoadError::validation(
+                "openwop_pack_name",
+                format!("`{name}` must be lowercase letters, digits and `-._@/`"),
+            ));
+        }
+        return Ok(bare_manifest(name, ids, path, sha256));
+    }
+    if name != manifest.name {
+        return Err(LoadError::validation(
+            "$.name",
+            format!(
+                "pack.json says `{}` but openwop_pack_name() says `{name}`",
+                manifest.name
+            ),
+        ));
+    }
+    let declared: BTreeSet<&str> = manifest.nodes.iter().map(|n| n.type_id.as_str()).collect();
+    if declared != seen {
+        return Err(LoadError::validation(
+            "$.nodes",
+            format!(
+                "pack.json declares [{}] but the module reports [{}]",
+                declared.into_iter().collect::<Vec<_>>().join(", "),
+                seen.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+        ));
+    }
+    Ok(manifest.clone())
+}
+
+/// Loads an ABI v1 pack (a directory with `pack.json`, or a bare `.wasm`).
+/// Nothing of a refused module runs; a module whose ABI version is not
+/// supported is refused after `openwop_abi_version` and nothing else.
+pub(crate) async fn load(
+    path: &Path,
+    policy: &Policy,
+    instantiations: &AtomicU64,
+) -> Result<CoreModulePack, LoadError> {
+    let mut p = prepare(path, policy).await?;
+    if let Some(r) = p.gate.refusal.take() {
+        return Err(r);
+    }
+    let bare = p.src.manifest.is_none();
+    let (linked, problem) = std::mem::replace(&mut p.linked, Err(LoadError::Io(String::new())))?;
+    let (name, ids) = identify(
+        &linked,
+        problem.as_deref(),
+        p.res.limits,
+        Some(instantiations),
+    )
+    .await?;
+    let manifest = reconcile(&p.res.manifest, bare, &name, &ids, path, &p.src.sha256)?;
+    let nodes = ids
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.clone(), i as u32))
+        .collect();
+    let insp = inspection(path, &p, manifest);
+    Ok(CoreModulePack {
+        inspection: insp,
+        linked,
+        nodes,
+    })
+}
+
+/// Inspects an ABI v1 pack without loading it. For a pack directory no
+/// module code runs. A bare `.wasm` has no manifest, so — only if the
+/// import gate passes — its identification exports run in a sandbox to
+/// learn its name and node ids.
+pub(crate) async fn inspect(path: &Path, policy: &Policy) -> Result<Inspection, LoadError> {
+    let p = prepare(path, policy).await?;
+    let bare = p.src.manifest.is_none();
+    let mut insp = inspection(path, &p, p.res.manifest.clone());
+    if let Some(r) = &p.gate.refusal {
+        insp.refusal = Some(r.to_node_error());
+        return Ok(insp);
+    }
+    match &p.linked {
+        Err(e) => insp.refusal = Some(e.to_node_error()),
+        Ok((linked, problem)) if bare => {
+            match identify(linked, problem.as_deref(), p.res.limits, None)
+                .await
+                .and_then(|(name, ids)| {
+                    reconcile(&insp.manifest, true, &name, &ids, path, &p.src.sha256)
+                }) {
+                Ok(m) => insp.manifest = m,
+                Err(e) => insp.refusal = Some(e.to_node_error()),
+            }
+        }
+        Ok((_, Some(problem))) => {
+            insp.refusal = Some(
+                LoadError::Component {
+                    code: ErrorCode::PackValidationFailed,
+                    message: problem.clone(),
+                }
+                .to_node_error(),
+            );
+        }
+        Ok(_) => {}
+    }
+    Ok(insp)
+}
+
+impl CoreModulePack {
+    /// The pack summary.
+    pub(crate) fn summary(&self) -> PackSummary {
+        let m = &self.inspection.manifest;
+        PackSummary {
+            name: m.name.clone(),
+            version: m.version.clone(),
+            type_ids: self.nodes.keys().cloned().collect(),
+            capabilities: self.inspection.effective.clone(),
+            limits: self.inspection.limits,
+        }
+    }
+
+    /// Runs one node invocation in a fresh sandbox.
+    pub(crate) async fn invoke(
+        &self,
+        req: &InvokeRequest,
+        instantiations: &AtomicU64,
+        limits: Limits,
+        binding: crate::invoke::Binding,
+    ) -> InvocationReport {
+        let m = &self.inspection.manifest;
+        let index = self.nodes.get(&req.type_id).copied().unwrap_or(0);
+        let agent = if req.principal.id == "core.system" {
+            Value::Null
+        } else {
+            json!({"agentId": req.principal.id})
+        };
+        let request = json!({
+            "abiVersion": 1,
+            "nodeContext": {
+                "runId": req.context.run_id,
+                "nodeId": req.context.node_id,
+                "tenantId": req.context.tenant_id,
+                "attempt": req.context.attempt,
+                "configurable": req.config,
+                "agent": agent,
+            },
+            "inputs": req.inputs,
+        });
+        let seeded = |key: &str| match req.config.get(key) {
+            Some(Value::Object(o)) => o.clone(),
+            _ => Map::new(),
+        };
+        let exec = execute(
+            Setup {
+                linked: &self.linked,
+                limits,
+                seed: Seed::new(
+                    &req.context.run_id,
+                    &req.context.node_id,
+                    req.context.attempt,
+                ),
+                node_id: req.context.node_id.clone(),
+                variables: seeded("variables"),
+                channels: seeded("channels"),
+                resume: req.resume.clone(),
+                instantiations: Some(instantiations),
+                binding,
+            },
+            CoreCall::Invoke {
+                index,
+                request: request.to_string().into_bytes(),
+            },
+        )
+        .await;
+        let mut usage = exec.usage;
+        usage.pack = m.name.clone();
+        usage.pack_version = m.version.clone();
+        usage.type_id = req.type_id.clone();
+        usage.tenant_id = req.context.tenant_id.clone();
+        usage.run_id = req.context.run_id.clone();
+        usage.node_id = req.context.node_id.clone();
+        usage.attempt = req.context.attempt;
+        let mut events = exec.events;
+        let outcome = match exec.result {
+            Ok(CoreReturned::Response(bytes)) => {
+                match interpret(&bytes, &limits, &req.context.node_id, &mut usage) {
+                    Ok(o) => Ok(o),
+                    Err(c) => {
+                        if let Some(b) = c.breach {
+                            events.push(b);
+                        }
+                        Err(c.error)
+                    }
+                }
+            }
+            Ok(CoreReturned::Suspended(interrupt)) => Ok(Outcome::Suspended { interrupt }),
+            Ok(_) => Err(NodeError::runtime(
+                ErrorCode::InternalError,
+                "invoke returned no response",
+                Default::default(),
+            )),
+            Err(c) => Err(c.error),
+        };
+        InvocationReport {
+            outcome,
+            events,
+            usage,
+        }
+    }
+}
+
+fn bad_response(node_id: &str, message: String) -> Box<Classified> {
+    Box::new(classify(
+        &Fault::Trap {
+            kind: "invalid-response".to_owned(),
+            message,
+        },
+        node_id,
+    ))
+}
+
+/// Turns the response bytes into the node's outcome (pure).
+fn interpret(
+    bytes: &[u8],
+    limits: &Limits,
+    node_id: &str,
+    usage: &mut crate::invoke::Usage,
+) -> Result<Outcome, Box<Classified>> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| bad_response(node_id, "the response is not valid UTF-8".to_owned()))?;
+    let v: Value = serde_json::from_str(text)
+        .map_err(|e| bad_response(node_id, format!("the response is not valid JSON: {e}")))?;
+    let field = |k: &str| {
+        v.get(k).cloned().ok_or_else(|| {
+            bad_response(
+                node_id,
+                format!("a `{}` response must have `{k}`", v["outcome"]),
+            )
+        })
+    };
+    let (value, completed) = match v.get("outcome").and_then(Value::as_str) {
+        Some("completed") => (field("output")?, true),
+        Some("suspended") => (field("interrupt")?, false),
+        Some("failed") => {
+            let e = v.get("error").cloned().unwrap_or(Value::Null);
+            let code = match e.get("code").and_then(Value::as_str) {
+                Some(c) if !c.is_empty() => crate::logbuf::cut(c, 128),
+                _ => "node_failed".to_owned(),
+            };
+            let message =
+                crate::logbuf::cut(e.get("message").and_then(Value::as_str).unwrap_or(""), 4096);
+            let details = e.get("details").filter(|d| !d.is_null()).cloned();
+            return Err(Box::new(Classified {
+                error: NodeError {
+                    code,
+                    message,
+                    details,
+                    source: FailureSource::Pack,
+                },
+                breach: None,
+            }));
+        }
+        _ => {
+            return Err(bad_response(
+                node_id,
+                "the response's `outcome` must be completed, suspended or failed".to_owned(),
+            ));
+        }
+    };
+    let size = value.to_string().len() as u64;
+    usage.output_bytes = size;
+    if size > limits.output_bytes {
+        return Err(Box::new(classify(
+            &Fault::HostCap {
+                kind: "output-bytes",
+                limit: limits.output_bytes,
+                observed: size,
+            },
+            node_id,
+        )));
+    }
+    Ok(if completed {
+        Outcome::Completed { output: value }
+    } else {
+        Outcome::Suspended { interrupt: value }
+    })
+}
+
+/// The registry of loaded ABI v1 packs (typeId → pack).
+#[derive(Default)]
+pub(crate) struct Registry {
+    packs: RwLock<BTreeMap<String, Arc<CoreModulePack>>>,
+}
+
+impl Registry {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<CoreModulePack>>> {
+        match self.packs.read() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// The pack implementing `type_id`.
+    pub(crate) fn get(&self, type_id: &str) -> Option<Arc<CoreModulePack>> {
+        self.read().get(type_id).cloned()
+    }
+
+    /// The name of the pack registering `type_id`, if any.
+    pub(crate) fn owner(&self, type_id: &str) -> Option<String> {
+        self.read()
+            .get(type_id)
+            .map(|p| p.inspection.manifest.name.clone())
+    }
+
+    /// Registers a pack's typeIds, replacing an earlier load of the same
+    /// pack. `other_owner` names a component pack holding a typeId.
+    pub(crate) fn register(
+        &self,
+        pack: CoreModulePack,
+        other_owner: impl Fn(&str) -> Option<String>,
+    ) -> Result<PackSummary, LoadError> {
+        let summary = pack.summary();
+        let mut packs = match self.packs.write() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        for t in &summary.type_ids {
+            let owner = other_owner(t).or_else(|| {
+                packs
+                    .get(t)
+                    .map(|p| p.inspection.manifest.name.clone())
+                    .filter(|n| *n != summary.name)
+            });
+            if let Some(owner) = owner {
+                return Err(LoadError::validation(
+                    "$.nodes",
+                    format!("typeId `{t}` is already registered by pack `{owner}`"),
+                ));
+            }
+        }
+        packs.retain(|_, p| p.inspection.manifest.name != summary.name);
+        let pack = Arc::new(pack);
+        for t in &summary.type_ids {
+            packs.insert(t.clone(), pack.clone());
+        }
+        Ok(summary)
+    }
+
+    /// Summaries of the loaded packs.
+    pub(crate) fn summaries(&self) -> Vec<PackSummary> {
+        let mut seen = BTreeSet::new();
+        self.read()
+            .values()
+            .filter(|p| seen.insert(p.inspection.manifest.name.clone()))
+            .map(|p| p.summary())
+            .collect()
+    }
+}
+
+/// The runtime's capability document (RFC 0008 §H, RFC 0035 §A).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CapabilityDocument {
+    /// `nodePackRuntimes`: `wasm` (ABI v1) and `wasmComponent`.
+    pub node_pack_runtimes: Value,
+    /// `sandbox`: the isolation contract.
+    pub sandbox: Value,
+}
+
+impl Runtime {
+    /// The capability document: which pack runtimes this runtime runs,
+    /// with what limits, which packs are loaded, and the sandbox contract.
+    pub fn capabilities(&self) -> CapabilityDocument {
+        let limits = self.policy().limits();
+        let core: BTreeSet<String> = self
+            .core_packs()
+            .summaries()
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        let components: Vec<String> = self
+            .packs()
+            .into_iter()
+            .map(|s| s.name)
+            .filter(|n| !core.contains(n))
+            .collect();
+        let mut allowed: Vec<String> =
+            imports::granted_names(&Capability::BASE.into_iter().collect())
+                .into_iter()
+                .collect();
+        allowed.extend(
+            Capability::BASE
+                .iter()
+                .map(|c| format!("{}/{}", crate::capability::OPENWOP_PACKAGE, c.as_str())),
+        );
+        allowed.sort();
+        CapabilityDocument {
+            node_pack_runtimes: json!({
+                "wasm": {
+                    "supported": true,
+                    "abiVersions": supported_versions(),
+                    "engine": "wasmtime",
+                    "engineVersion": "48.0.8",
+                    "maxMemoryBytes": limits.memory_bytes,
+                    "maxExecutionMs": limits.wall_clock_ms,
+                    "loadedPacks": core,
+                },
+                "wasmComponent": {
+                    "supported": true,
+                    "worlds": ["openwop:node-pack/node-pack@0.1.0"],
+                    "engine": "wasmtime",
+                    "engineVersion": "48.0.8",
+                    "maxMemoryBytes": limits.memory_bytes,
+                    "maxExecutionMs": limits.wall_clock_ms,
+                    "loadedPacks": components,
+                },
+            }),
+            sandbox: json!({
+                "supported": true,
+                "isolationModel": "wasm",
+                "allowedHostCalls": allowed,
+                "memoryLimitBytes": limits.memory_bytes,
+                "wallClockLimitMs": limits.wall_clock_ms,
+            }),
+        }
+    }
+}
+
+/// Options of probe mode (`wop probe`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeOptions {
+    /// The export to call. Default `invoke`.
+    pub entry: String,
+    /// The i32 passed when the export takes one parameter. Default 0.
+    pub arg: Option<i32>,
+    /// `openwop.<name>` imports to grant (field names, with or without the
+    /// `openwop.` prefix, or capability names such as `log`). Default none:
+    /// no host calls at all.
+    pub allow: Vec<String>,
+    /// The memory cap (every memory). Default 2 MiB.
+    pub memory_bytes: u64,
+    /// The wall clock. Default 1000 ms.
+    pub timeout_ms: u64,
+}
+
+impl Default for ProbeOptions {
+    fn default() -> Self {
+        Self {
+            entry: "invoke".to_owned(),
+            arg: None,
+            allow: Vec::new(),
+            memory_bytes: 2 << 20,
+            timeout_ms: 1000,
+        }
+    }
+}
+
+/// The verdict of a probe.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProbeVerdict {
+    /// The export returned (its first result, or `null`).
+    Ok(Value),
+    /// Refused before running (escape, denied capability, bad module).
+    Refused(NodeError),
+    /// Failed while running (memory, timeout, trap).
+    Failed(NodeError),
+}
+
+/// What a probe produced.
+#[derive(Debug, Clone)]
+pub struct ProbeReport {
+    /// The verdict.
+    pub verdict: ProbeVerdict,
+    /// Events (`log.appended` from granted `openwop_log`, `cap.breached`).
+    pub events: Vec<Event>,
+    /// Module instances created (0 when refused before running).
+    pub instantiations: u64,
+}
+
+impl ProbeReport {
+    /// The protocol's one-line probe answer, `ok` first:
+    /// `{"ok":true,"result":N}` or
+    /// `{"ok":false,"error":{"code":…,"details":{…}}}`.
+    pub fn to_json_line(&self) -> String {
+        match &self.verdict {
+            ProbeVerdict::Ok(v) => format!("{{\"ok\":true,\"result\":{v}}}"),
+            ProbeVerdict::Refused(e) | ProbeVerdict::Failed(e) => format!(
+                "{{\"ok\":false,\"error\":{{\"code\":{},\"details\":{}}}}}",
+                Value::String(e.code.clone()),
+                e.details.clone().unwrap_or_else(|| json!({}))
+            ),
+        }
+    }
+
+    /// The error, if the probe did not return.
+    pub fn error(&self) -> Option<&NodeError> {
+        match &self.verdict {
+            ProbeVerdict::Ok(_) => None,
+            ProbeVerdict::Refused(e) | ProbeVerdict::Failed(e) => Some(e),
+        }
+    }
+}
+
+/// A probe that could not be attempted (the caller's mistake).
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// The entry export is missing or has an unsupported signature.
+    #[error("{0}")]
+    Entry(String),
+}
+
+fn probe_grants(allow: &[String]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for a in allow {
+        let name = a.strip_prefix("openwop.").unwrap_or(a);
+        let cap: Option<Capability> = serde_json::from_value(Value::String(name.to_owned())).ok();
+        match cap {
+            Some(c) => out.extend(imports::granted_names(&[c].into_iter().collect())),
+            None => {
+                out.insert(name.to_owned());
+            }
+        }
+    }
+    out
+}
+
+fn val_json(v: &wasmtime::Val) -> Value {
+    match v {
+        wasmtime::Val::I32(x) => json!(x),
+        wasmtime::Val::I64(x) => json!(x),
+        wasmtime::Val::F32(x) => json!(f32::from_bits(*x)),
+        wasmtime::Val::F64(x) => json!(f64::from_bits(*x)),
+        _ => Value::Null,
+    }
+}
+
+/// Probe mode: judges the module's imports (granting only `allow`), then
+/// calls `entry` once in a fresh sandbox with the options' caps. A granted
+/// `openwop.<name>` import of type `(i32) -> i32` is the identity function.
+pub async fn probe(wasm: &[u8], opts: &ProbeOptions) -> Result<ProbeReport, ProbeError> {
+    let refused = |e: LoadError| ProbeReport {
+        verdict: ProbeVerdict::Refused(e.to_node_error()),
+        events: Vec::new(),
+        instantiations: 0,
+    };
+    let engine = match crate::engine::engine() {
+        Ok(e) => e,
+        Err(e) => return Ok(refused(LoadError::Io(e.to_string()))),
+    };
+    let module = match loader::compile(engine, wasm.to_vec()).await {
+        Ok(m) => m,
+        Err(e) => return Ok(refused(e)),
+    };
+    match module.get_export(&opts.entry) {
+        Some(wasmtime::ExternType::Func(ft)) => {
+            let s = loader::sig(&ft);
+            let params = s.split(':').next().unwrap_or("");
+            if !(params.is_empty() || params == "i") {
+                return Err(ProbeError::Entry(format!(
+                    "export `{}` takes ({params}); probe calls exports with no parameters or one i32",
+                    opts.entry
+                )));
+            }
+        }
+        _ => {
+            return Err(ProbeError::Entry(format!(
+                "the module does not export a function `{}`",
+                opts.entry
+            )));
+        }
+    }
+    let gate = loader::gate(&module, &probe_grants(&opts.allow));
+    if let Some(r) = gate.refusal {
+        return Ok(refused(r));
+    }
+    let limits = Limits {
+        memory_bytes: opts.memory_bytes,
+        wall_clock_ms: opts.timeout_ms,
+        ..Limits::default()
+    };
+    let (linked, _) = match loader::link(engine, &module, &gate.judged, &limits, Mode::Probe) {
+        Ok(l) => l,
+        Err(e) => return Ok(refused(e)),
+    };
+    let counter = AtomicU64::new(0);
+    let exec = execute(
+        Setup {
+            linked: &linked,
+            limits,
+            seed: Seed::new("wop:probe", "probe", 1),
+            node_id: "probe".to_owned(),
+            variables: Map::new(),
+            channels: Map::new(),
+            resume: None,
+            instantiations: Some(&counter),
+            binding: Default::default(),
+        },
+        CoreCall::Probe {
+            entry: opts.entry.clone(),
+            arg: opts.arg,
+        },
+    )
+    .await;
+    let verdict = match exec.result {
+        Ok(CoreReturned::Probe(v)) => ProbeVerdict::Ok(v.as_ref().map_or(Value::Null, val_json)),
+        Ok(CoreReturned::Suspended(_)) | Ok(_) => ProbeVerdict::Failed(NodeError::runtime(
+            ErrorCode::SandboxInvocationError,
+            "the probe did not return",
+            Default::default(),
+        )),
+        Err(c) => ProbeVerdict::Failed(c.error),
+    };
+    Ok(ProbeReport {
+        verdict,
+        events: exec.events,
+        instantiations: counter.load(std::sync::atomic::Ordering::Relaxed),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lim() -> Limits {
+        Limits::default()
+    }
+
+    #[test]
+    fn responses() {
+        let mut u = crate::invoke::Usage::default();
+        let ok = interpret(
+            br#"{"outcome":"completed","output":{"a":1}}"#,
+            &lim(),
+            "n",
+            &mut u,
+        );
+        assert_eq!(
+            ok.ok(),
+            Some(Outcome::Completed {
+                output: json!({"a":1})
+            })
+        );
+        let s = interpret(
+            br#"{"outcome":"suspended","interrupt":7}"#,
+            &lim(),
+            "n",
+            &mut u,
+        );
+        assert_eq!(
+            s.ok(),
+            Some(Outcome::Suspended {
+                interrupt: json!(7)
+            })
+        );
+        let f = interpret(
+            br#"{"outcome":"failed","error":{"code":"bad_input","message":"no","details":{"x":1}}}"#,
+            &lim(),
+            "n",
+            &mut u,
+        )
+        .err()
+        .map(|c| c.error);
+        let f = f.as_ref();
+        assert_eq!(f.map(|e| e.code.as_str()), Some("bad_input"));
+        assert_eq!(f.map(|e| e.source), Some(FailureSource::Pack));
+        for bad in [
+            &b"\xff\xfe"[..],
+            b"{not json",
+            br#"{"outcome":"completed"}"#,
+            br#"{"outcome":"maybe"}"#,
+            b"[]",
+        ] {
+            let e = interpret(bad, &lim(), "n", &mut u)
+                .err()
+                .map(|c| c.error.code);
+            assert_eq!(e.as_deref(), Some("sandbox_invocation_error"), "{bad:?}");
+        }
+        let small = Limits {
+            output_bytes: 3,
+            ..lim()
+        };
+        let c = interpret(
+            br#"{"outcome":"completed","output":"long"}"#,
+            &small,
+            "n",
+            &mut u,
+        )
+        .err();
+        assert!(c.is_some_and(|c| c.breach.is_some()));
+    }
+
+    #[test]
+    fn wasm_manifests() {
+        let base = json!({
+            "kind": "node", "name": "core", "version": "1.0.0",
+            "engines": {"openwop": ">=1.0.0"},
+            "nodes": [{"typeId": "t.x", "version": "1.0.0", "category": "c", "role": "worker"}],
+            "runtime": {"language": "wasm", "entry": "m.wasm"},
+            "x-wop": {"sha256": "a".repeat(64), "capabilities": ["variables", "interrupt"]}
+        });
+        let parse = |v: &Value| Manifest::parse(v.to_string().as_bytes());
+        let m = parse(&base).map_err(|e| e.to_string());
+        assert_eq!(
+            m.map(|m| (m.runtime.language, m.wop.capabilities)),
+            Ok((
+                Language::Wasm,
+                vec![Capability::Variables, Capability::Interrupt]
+            ))
+        );
+        let mut v = base.clone();
+        v["runtime"]["format"] = json!("wasm");
+        v["runtime"]["wasm"] = json!({"abiVersion": 1});
+        assert!(parse(&v).is_ok());
+        v["runtime"]["format"] = json!("wasm-component");
+        assert!(
+            matches!(parse(&v), Err(LoadError::Validation { path, .. }) if path == "$.runtime.format")
+        );
+        v["runtime"]["format"] = json!("wasm");
+        v["runtime"]["wasm"] = json!({"abiVersion": 2});
+        assert!(matches!(
+            parse(&v),
+            Err(LoadError::AbiVersion { version: 2, .. })
+        ));
+        v["runtime"]["wasm"] = json!({"abiVersion": "1"});
+        assert!(
+            matches!(parse(&v), Err(LoadError::Validation { path, .. }) if path == "$.runtime.wasm.abiVersion")
+        );
+        v = base.clone();
+        v["x-wop"].as_object_mut().map(|o| o.remove("sha256"));
+        assert!(parse(&v).is_err(), "integrity stays required");
+    }
+
+    #[test]
+    fn probe_grant_names() {
+        let g = probe_grants(&["openwop.host_fetch".into(), "log".into(), "x".into()]);
+        let g: Vec<_> = g.into_iter().collect();
+        assert_eq!(g, vec!["host_fetch", "openwop_log", "x"]);
+    }
+}
