@@ -66,25 +66,32 @@ fn golden_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden/fuel.json")
 }
 
-async fn measure() -> BTreeMap<String, u64> {
+/// Measures every case. Returns the fuel per key and the problems found on
+/// the way (wrong results, nondeterminism), which fail the test even when
+/// blessing.
+async fn measure() -> (BTreeMap<String, u64>, Vec<String>) {
     let mut actual = BTreeMap::new();
     let mut results = BTreeMap::new();
+    let mut problems = Vec::new();
 
     // The pack through the real runtime, twice: fuel must not vary.
     let wop = kernels_runtime().await.unwrap();
     for &(kernel, n) in PACK_CASES {
+        let key = format!("{kernel}/{n}");
         let first = invoke_kernel(&wop, kernel, n).await.unwrap();
         let second = invoke_kernel(&wop, kernel, n).await.unwrap();
-        assert_eq!(
-            first, second,
-            "{kernel}/{n}: two invocations differ (nondeterministic fuel?)"
-        );
-        if let Some(r) = expected_result(kernel, n) {
-            assert_eq!(first.result, r, "{kernel}/{n}: wrong result");
+        if first != second {
+            problems.push(format!(
+                "  {key}: two invocations differ: {first:?} vs {second:?}"
+            ));
         }
-        assert!(first.fuel > 0, "{kernel}/{n}: no fuel consumed");
-        actual.insert(format!("{kernel}/{n}"), first.fuel);
-        results.insert(format!("{kernel}/{n}"), first.result);
+        if let Some(r) = expected_result(kernel, n)
+            && first.result != r
+        {
+            problems.push(format!("  {key}: result {} instead of {r}", first.result));
+        }
+        actual.insert(key.clone(), first.fuel);
+        results.insert(key, first.result);
     }
 
     // The WAT module on a plain engine with fuel; the runtime's
@@ -92,22 +99,26 @@ async fn measure() -> BTreeMap<String, u64> {
     let fuel = WatKernels::new(Metering::Fuel).unwrap();
     let yielding = WatKernels::new(Metering::Runtime).unwrap();
     for &(kernel, n) in WAT_CASES {
+        let key = format!("{}/{n}", kernel.name());
         let run = fuel.call(kernel, n).await.unwrap();
         let again = yielding.call(kernel, n).await.unwrap();
-        assert_eq!(
-            run,
-            again,
-            "wat/{}/{n}: yielding changed the fuel consumed",
-            kernel.name()
-        );
+        if run != again {
+            problems.push(format!(
+                "  wat/{key}: yielding changed the run: {run:?} vs {again:?}"
+            ));
+        }
         // Same kernel, same answer as the pack (u64 bits of the i64).
-        let key = format!("{}/{n}", kernel.name());
-        if let Some(&r) = results.get(&key) {
-            assert_eq!(run.result as u64, r, "wat/{key}: differs from the pack");
+        if let Some(&r) = results.get(&key)
+            && run.result as u64 != r
+        {
+            problems.push(format!(
+                "  {key}: the pack computes {r}, the WAT module {}",
+                run.result as u64
+            ));
         }
         actual.insert(format!("wat/{key}"), run.fuel);
     }
-    actual
+    (actual, problems)
 }
 
 fn rustc_version() -> String {
@@ -121,7 +132,15 @@ fn rustc_version() -> String {
 
 #[tokio::test(flavor = "current_thread")]
 async fn golden_fuel() {
-    let actual = measure().await;
+    let (actual, problems) = measure().await;
+    let problems = if problems.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "kernels compute something else (fix the kernel; blessing does not help):\n{}\n\n",
+            problems.join("\n")
+        )
+    };
     let path = golden_path();
     let bless = std::env::var("WOP_BLESS").is_ok_and(|v| v == "1");
     if bless || !path.exists() {
@@ -134,6 +153,7 @@ async fn golden_fuel() {
             path.display(),
             actual.len()
         );
+        assert!(problems.is_empty(), "{problems}");
         return;
     }
     let expected: BTreeMap<String, u64> = serde_json::from_slice(&std::fs::read(&path).unwrap())
@@ -147,7 +167,7 @@ async fn golden_fuel() {
             (Some(e), Some(a)) if e == a => {}
             (Some(e), Some(a)) => diffs.push(format!(
                 "  {key}: expected {e}, actual {a} ({:+}, {:+.3}%)",
-                *a as i128 - *e as i128,
+                i128::from(*a) - i128::from(*e),
                 (*a as f64 - *e as f64) / *e as f64 * 100.0
             )),
             (Some(e), None) => diffs.push(format!("  {key}: expected {e}, no longer measured")),
@@ -155,19 +175,20 @@ async fn golden_fuel() {
             (None, None) => {}
         }
     }
-    if !diffs.is_empty() {
+    if !diffs.is_empty() || !problems.is_empty() {
         panic!(
-            "golden fuel numbers changed ({} of {} entries):\n{}\n\n\
+            "{problems}golden fuel numbers changed ({} of {} entries) in {}:\n{}\n\n\
              Fuel per (kernel, n) is a product contract: usage, budgets and prices are in fuel.\n\
              `<kernel>/<n>` entries are the `kernels` pack (sample-packs/testing/kernels) through\n\
-             Runtime::invoke; they depend on the Rust toolchain that built the component (this\n\
-             rustc here: {}), the release profile in sample-packs/Cargo.toml, the SDK and\n\
+             Runtime::invoke; they depend on the Rust toolchain that built the component\n\
+             (rustc here: {}), the release profile in sample-packs/Cargo.toml, the SDK and\n\
              serde_json, as well as on the kernel and wasmtime. `wat/...` entries depend only on\n\
              src/kernels.wat and wasmtime's fuel accounting.\n\
              If the change is intended, re-bless and commit the file:\n\
              \n    WOP_BLESS=1 cargo test -p fuel-benches --test golden_fuel\n",
             diffs.len(),
             expected.len().max(actual.len()),
+            path.display(),
             diffs.join("\n"),
             rustc_version(),
         );

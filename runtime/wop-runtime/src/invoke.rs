@@ -267,6 +267,8 @@ pub(crate) struct ExecParams<'a> {
     pub gate: Arc<crate::gate::Gate>,
     pub bounds: crate::metering::RunBounds,
     pub run_meter: Option<crate::gate::MeterSite>,
+    /// Record the per-host-call breakdown (installs the call hook).
+    pub breakdown: bool,
     /// What a fuel or deadline stop means: the invocation's own limit, or
     /// the run's budget / run timeout (then classified as such).
     pub binding: Binding,
@@ -361,17 +363,21 @@ pub(crate) async fn execute(p: ExecParams<'_>, call: Call) -> Execution {
     store.limiter(|s| &mut s.limiter);
     // Attribute fuel and wall time to host calls: the hook sees every
     // transition; our host functions label the ones that are theirs.
-    store.call_hook(|mut ctx, hook| {
-        match hook {
-            wasmtime::CallHook::CallingHost => {
-                let fuel = ctx.get_fuel().unwrap_or(0);
-                ctx.data_mut().meter.pending = Some((fuel, Instant::now()));
+    // Measured cost ≈ 190 ns per host call (docs/decisions/0005), so an
+    // operator may turn it off (`[metering] hostCallBreakdown = false`).
+    if p.breakdown {
+        store.call_hook(|mut ctx, hook| {
+            match hook {
+                wasmtime::CallHook::CallingHost => {
+                    let fuel = ctx.get_fuel().unwrap_or(0);
+                    ctx.data_mut().meter.pending = Some(fuel);
+                }
+                wasmtime::CallHook::ReturningFromHost => ctx.data_mut().meter.close(),
+                _ => {}
             }
-            wasmtime::CallHook::ReturningFromHost => ctx.data_mut().meter.close(),
-            _ => {}
-        }
-        Ok(())
-    });
+            Ok(())
+        });
+    }
     let setup = store
         .set_fuel(limits.fuel)
         .and_then(|()| store.fuel_async_yield_interval(Some(crate::engine::FUEL_YIELD_INTERVAL)));
@@ -406,7 +412,7 @@ pub(crate) async fn execute(p: ExecParams<'_>, call: Call) -> Execution {
     usage.fuel_consumed = limits.fuel.saturating_sub(remaining);
     let binding = p.binding;
     let data = store.data();
-    usage.host_call_breakdown = data.meter.records.clone();
+    usage.host_call_breakdown = data.meter.records();
     usage.fuel_after_last_call = data.meter.mark.saturating_sub(remaining);
     usage.tool_calls = data.meter.tool_calls_by_id.values().sum();
     usage.tool_calls_by_id = data.meter.tool_calls_by_id.clone();
@@ -484,10 +490,33 @@ fn micros(d: Duration) -> u64 {
 /// Turns a wasmtime error into a [`Fault`]: limiter and host-cap records
 /// first (they know what was attempted), then the typed trap code.
 fn fault_of(e: &wasmtime::Error, s: &HostState, limits: &Limits, consumed: u64) -> Fault {
-    if let Some(f) = &s.limiter.breach {
+    fault_from(
+        e,
+        &s.limiter,
+        s.host_fault.as_ref(),
+        limits,
+        consumed,
+        "invalid-abi",
+    )
+}
+
+/// Turns a wasmtime error into a [`Fault`], for every pack kind: the
+/// limiter's and the host's own records first (they know what was
+/// attempted), then the typed trap code. `untyped` names an error that is
+/// not a trap (bad canonical-ABI data for components, a failed
+/// instantiation for core modules).
+pub(crate) fn fault_from(
+    e: &wasmtime::Error,
+    limiter: &Limiter,
+    host_fault: Option<&Fault>,
+    limits: &Limits,
+    consumed: u64,
+    untyped: &str,
+) -> Fault {
+    if let Some(f) = &limiter.breach {
         return f.clone();
     }
-    if let Some(f) = &s.host_fault {
+    if let Some(f) = host_fault {
         return f.clone();
     }
     match e.downcast_ref::<Trap>() {
@@ -502,7 +531,7 @@ fn fault_of(e: &wasmtime::Error, s: &HostState, limits: &Limits, consumed: u64) 
             message: t.to_string(),
         },
         None => Fault::Trap {
-            kind: "invalid-abi".to_owned(),
+            kind: untyped.to_owned(),
             message: format!("{e:#}"),
         },
     }

@@ -152,7 +152,8 @@ impl RunBudget {
         Ok(())
     }
 
-    fn is_empty(&self) -> bool {
+    /// Whether the budget limits nothing.
+    pub fn is_empty(&self) -> bool {
         self.max_tool_calls.is_none() && self.max_fuel.is_none() && self.max_cost_usd.is_none()
     }
 }
@@ -488,11 +489,32 @@ impl Meter {
 
     /// Opens the run's ledger at an invocation's start (creating it and
     /// reserving the budget the first time). Returns the ledger and events.
+    ///
+    /// A run with no budget and no run timeout needs no ledger: nothing is
+    /// written for it (one durable write saved per new run).
     pub async fn open_run(
         &self,
         run: &str,
         budget: &RunBudget,
+        needs_clock: bool,
     ) -> Result<(Ledger, Vec<Event>), MeterError> {
+        if budget.is_empty() && !needs_clock {
+            if let Some(l) = self.ledger(run).await? {
+                return Ok((l, Vec::new()));
+            }
+            return Ok((
+                Ledger {
+                    run_id: run.to_owned(),
+                    started_at_ms: crate::effects::now_ms(),
+                    budget: *budget,
+                    consumed: Consumed::default(),
+                    thresholds_crossed: BTreeSet::new(),
+                    exhausted: None,
+                    invocations: 0,
+                },
+                Vec::new(),
+            ));
+        }
         let (l, (), ev) = self.update(run, budget, |_, _| ()).await?;
         Ok((l, ev))
     }
@@ -537,38 +559,54 @@ impl Meter {
         Ok((events, verdict))
     }
 
-    /// Records a finished invocation: persists its usage and adds its fuel
-    /// and cost to the run's ledger. Returns the budget events.
+    /// Records a finished invocation: persists its usage and, when the run
+    /// has a budget, adds its fuel and cost to the run's ledger. Returns the
+    /// budget events.
     pub async fn record(&self, usage: &Usage, node_id: &str) -> Result<Vec<Event>, MeterError> {
-        let (ledger, (), events) = self
-            .update(&usage.run_id, &RunBudget::default(), |l, out| {
-                l.invocations += 1;
-                l.consumed.fuel += usage.fuel_consumed;
-                l.consumed.cost_usd += usage.cost - self.prices.tool_call_total(usage);
-                if !l.budget.is_empty() {
+        let has_budget = self
+            .ledger(&usage.run_id)
+            .await?
+            .is_some_and(|l| !l.budget.is_empty());
+        let mut events = Vec::new();
+        if has_budget {
+            let (_, (), ev) = self
+                .update(&usage.run_id, &RunBudget::default(), |l, out| {
+                    l.invocations += 1;
+                    l.consumed.fuel += usage.fuel_consumed;
+                    l.consumed.cost_usd += usage.cost - self.prices.tool_call_total(usage);
                     out.push(l.consumed_event());
-                }
-                l.cross_thresholds(out);
-                for d in [Dimension::Fuel, Dimension::Cost] {
-                    // Fuel stops exactly at the budget; cost can overshoot.
-                    let over = |used: f64, limit: f64| match d {
-                        Dimension::Fuel => used >= limit,
-                        _ => used > limit,
-                    };
-                    if let Some(limit) = l.limit(d)
-                        && over(l.used(d), limit)
-                        && l.exhausted.is_none()
-                    {
-                        let used = l.used(d);
-                        l.exhaust(d, used, node_id, out);
-                        // The cap.breached for an after-the-fact overrun is
-                        // reported by the invocation that is refused next.
-                        out.pop();
+                    l.cross_thresholds(out);
+                    for d in [Dimension::Fuel, Dimension::Cost] {
+                        // Fuel stops exactly at the budget; cost can overshoot.
+                        let over = |used: f64, limit: f64| match d {
+                            Dimension::Fuel => used >= limit,
+                            _ => used > limit,
+                        };
+                        if let Some(limit) = l.limit(d)
+                            && over(l.used(d), limit)
+                            && l.exhausted.is_none()
+                        {
+                            let used = l.used(d);
+                            l.exhaust(d, used, node_id, out);
+                            // The cap.breached for an after-the-fact overrun is
+                            // reported by the invocation that is refused next.
+                            out.pop();
+                        }
                     }
-                }
-            })
-            .await?;
-        let key = format!("usage/{}/{:08}", usage.run_id, ledger.invocations);
+                })
+                .await?;
+            events = ev;
+        }
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let key = format!(
+            "usage/{}/{:013}-{}-{}-{}-{}",
+            usage.run_id,
+            crate::effects::now_ms(),
+            usage.node_id,
+            usage.attempt,
+            std::process::id(),
+            SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
         self.kv
             .put(&key, serde_json::to_vec(usage).unwrap_or_default())
             .await?;

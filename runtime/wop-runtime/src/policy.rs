@@ -51,6 +51,18 @@ pub struct Policy {
     /// Default budget and bounds for runs that do not bring their own.
     #[serde(default)]
     pub runs: RunsSection,
+    /// Metering switches.
+    #[serde(default)]
+    pub metering: MeteringSection,
+}
+
+/// `[metering]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MeteringSection {
+    /// Record the per-host-call breakdown (fuel before each call, wall time
+    /// inside it). Default true; costs ≈ 190 ns per host call (decision 0005).
+    pub host_call_breakdown: Option<bool>,
 }
 
 /// `[runs]`: the default budget and bounds of a run.

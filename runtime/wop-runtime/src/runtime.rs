@@ -540,6 +540,12 @@ impl Runtime {
             bounds: RunBounds::default(),
             run_meter: None,
             binding: Binding::default(),
+            breakdown: self
+                .inner
+                .policy
+                .metering
+                .host_call_breakdown
+                .unwrap_or(true),
         }
     }
 
@@ -635,7 +641,11 @@ impl Runtime {
                 match self
                     .inner
                     .meter
-                    .open_run(&req.context.run_id, &budget)
+                    .open_run(
+                        &req.context.run_id,
+                        &budget,
+                        bounds.run_timeout_ms.is_some(),
+                    )
                     .await
                 {
                     Ok((l, ev)) => {
@@ -733,7 +743,8 @@ impl Runtime {
                     }),
                     depth,
                 };
-                let run_meter = Some(MeterSite {
+                // Tool calls are charged to the run only when it has a budget.
+                let run_meter = (!ledger.budget.is_empty()).then(|| MeterSite {
                     meter: self.inner.meter.clone(),
                     run_id: req.context.run_id.clone(),
                     node_id: node_id.clone(),

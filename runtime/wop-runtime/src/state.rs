@@ -88,26 +88,39 @@ pub(crate) struct HostState {
 pub(crate) const MAX_CALL_RECORDS: usize = 4096;
 
 /// Attribution of fuel and wall time to host calls, and usage counters.
+///
+/// Cheap on purpose: the call hook (which runs on every host transition,
+/// libcalls included) only stores the fuel counter; the clock is read and a
+/// record is kept only for the `openwop` calls our host functions label.
 #[derive(Debug, Default)]
 pub(crate) struct CallMeter {
-    /// Set by the call hook on every host entry: (fuel remaining, when).
-    pub pending: Option<(u64, Instant)>,
+    /// Set by the call hook on every host entry: fuel remaining.
+    pub pending: Option<u64>,
     /// The open, labeled host call.
-    open: Option<(crate::invoke::HostCallRecord, Instant)>,
+    open: Option<(OpenCall, Instant)>,
     /// Fuel remaining at the last recorded host call (initially the limit).
     pub mark: u64,
     /// Recorded calls.
-    pub records: Vec<crate::invoke::HostCallRecord>,
+    records: Vec<OpenCall>,
     /// Performed tool calls by id.
     pub tool_calls_by_id: BTreeMap<String, u64>,
     /// Effect claims won.
     pub effect_claims: u64,
-    /// Egress bytes in / out.
+    /// Egress bytes in.
     pub egress_in: u64,
     /// Egress bytes out.
     pub egress_out: u64,
     /// Tool-call rounds of the pack's own loop.
     pub loop_iterations: u64,
+}
+
+/// A host call being or having been recorded (no allocation for plain calls).
+#[derive(Debug, Clone)]
+struct OpenCall {
+    interface: &'static str,
+    target: Option<String>,
+    fuel_before: u64,
+    wall_us: u64,
 }
 
 impl CallMeter {
@@ -120,17 +133,17 @@ impl CallMeter {
 
     /// Labels the host call the hook just entered as ours.
     fn open(&mut self, interface: &'static str) {
-        let Some((fuel, at)) = self.pending.take() else {
+        let Some(fuel) = self.pending.take() else {
             return;
         };
-        let rec = crate::invoke::HostCallRecord {
-            interface: interface.to_owned(),
+        let rec = OpenCall {
+            interface,
             target: None,
             fuel_before: self.mark.saturating_sub(fuel),
             wall_us: 0,
         };
         self.mark = fuel;
-        self.open = Some((rec, at));
+        self.open = Some((rec, Instant::now()));
     }
 
     /// Names the target of the open call (a tool id, a destination).
@@ -151,10 +164,23 @@ impl CallMeter {
                 // Past the cap: fold into the last record so sums stay exact.
                 last.fuel_before += rec.fuel_before;
                 last.wall_us += rec.wall_us;
-                last.interface = "(aggregated)".to_owned();
+                last.interface = "(aggregated)";
                 last.target = None;
             }
         }
+    }
+
+    /// The recorded calls, for the usage report.
+    pub(crate) fn records(&self) -> Vec<crate::invoke::HostCallRecord> {
+        self.records
+            .iter()
+            .map(|r| crate::invoke::HostCallRecord {
+                interface: r.interface.to_owned(),
+                target: r.target.clone(),
+                fuel_before: r.fuel_before,
+                wall_us: r.wall_us,
+            })
+            .collect()
     }
 
     /// Counts performed tool calls and won claims from the gate's events.

@@ -486,31 +486,15 @@ async fn probe(
     Ok(CoreReturned::Probe(results.into_iter().next()))
 }
 
-/// Turns a wasmtime error into a [`Fault`]: limiter and host records first
-/// (they know what was attempted), then the typed trap code.
 fn fault_of(e: &wasmtime::Error, s: &CoreState, limits: &Limits, consumed: u64) -> Fault {
-    if let Some(f) = &s.limiter.breach {
-        return f.clone();
-    }
-    if let Some(f) = &s.host_fault {
-        return f.clone();
-    }
-    match e.downcast_ref::<Trap>() {
-        Some(Trap::OutOfFuel) => Fault::Fuel {
-            limit: limits.fuel,
-            consumed,
-        },
-        Some(Trap::StackOverflow) => Fault::StackOverflow,
-        Some(Trap::MemoryOutOfBounds) | Some(Trap::HeapMisaligned) => Fault::OutOfBounds,
-        Some(t) => Fault::Trap {
-            kind: crate::invoke::trap_kind(*t).to_owned(),
-            message: t.to_string(),
-        },
-        None => Fault::Trap {
-            kind: "instantiate".to_owned(),
-            message: format!("{e:#}"),
-        },
-    }
+    crate::invoke::fault_from(
+        e,
+        &s.limiter,
+        s.host_fault.as_ref(),
+        limits,
+        consumed,
+        "instantiate",
+    )
 }
 
 fn finish(

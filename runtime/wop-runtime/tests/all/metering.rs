@@ -473,3 +473,24 @@ async fn core_module_packs_share_budgets_usage_and_run_bounds() {
     let ex = trail.iter().position(|t| t == "budget.exhausted").unwrap();
     assert_eq!(trail[ex + 1], "cap.breached:budget-fuel", "{trail:?}");
 }
+
+#[tokio::test]
+async fn the_breakdown_can_be_switched_off_without_changing_fuel() {
+    let on = rt("", None, None);
+    let off = rt("[metering]\nhostCallBreakdown = false\n", None, None);
+    load(&on, "hello").await;
+    load(&off, "hello").await;
+    let a = on
+        .invoke(InvokeRequest::new("wop.samples.hello", json!({})))
+        .await;
+    let b = off
+        .invoke(InvokeRequest::new("wop.samples.hello", json!({})))
+        .await;
+    assert_eq!(a.usage.host_call_breakdown.len(), 1);
+    assert!(b.usage.host_call_breakdown.is_empty());
+    assert_eq!(
+        a.usage.fuel_consumed, b.usage.fuel_consumed,
+        "metering is unaffected"
+    );
+    assert_eq!(b.usage.host_calls["log"], 1);
+}
