@@ -452,9 +452,26 @@ pub(crate) async fn execute(p: ExecParams<'_>, call: Call) -> Execution {
 fn finish(
     result: Result<Returned, Classified>,
     log: crate::state::SharedLog,
-    mut usage: Usage,
+    usage: Usage,
     started: Instant,
 ) -> Execution {
+    let (result, events, usage) = close_log(result, log, usage, started);
+    Execution {
+        result,
+        events,
+        usage,
+    }
+}
+
+/// The end of every execution, for every pack kind: takes the bounded log
+/// (events, with the truncation marker), appends the `cap.breached` of a
+/// classified failure, and fills in log bytes and wall time.
+pub(crate) fn close_log<R>(
+    result: Result<R, Classified>,
+    log: crate::state::SharedLog,
+    mut usage: Usage,
+    started: Instant,
+) -> (Result<R, Classified>, Vec<Event>, Usage) {
     let buf = match Arc::try_unwrap(log) {
         Ok(m) => m.into_inner().unwrap_or_else(|p| p.into_inner()),
         // Still shared (should not happen once the store is dropped):
@@ -466,21 +483,13 @@ fn finish(
     usage.log_bytes = buf.kept_bytes() as u64;
     usage.log_bytes_dropped = buf.dropped_bytes();
     let mut events = buf.finish();
-    let result = match result {
-        Err(c) => {
-            if let Some(b) = &c.breach {
-                events.push(b.clone());
-            }
-            Err(c)
-        }
-        ok => ok,
-    };
-    usage.wall_time_us = micros(started.elapsed());
-    Execution {
-        result,
-        events,
-        usage,
+    if let Err(c) = &result
+        && let Some(b) = &c.breach
+    {
+        events.push(b.clone());
     }
+    usage.wall_time_us = micros(started.elapsed());
+    (result, events, usage)
 }
 
 fn micros(d: Duration) -> u64 {

@@ -233,6 +233,19 @@ pub struct Ledger {
 }
 
 impl Ledger {
+    /// A fresh ledger for a run starting now.
+    fn new(run: &str, budget: RunBudget) -> Self {
+        Self {
+            run_id: run.to_owned(),
+            started_at_ms: crate::effects::now_ms(),
+            budget,
+            consumed: Consumed::default(),
+            thresholds_crossed: BTreeSet::new(),
+            exhausted: None,
+            invocations: 0,
+        }
+    }
+
     fn limit(&self, d: Dimension) -> Option<f64> {
         match d {
             Dimension::ToolCalls => self.budget.max_tool_calls.map(|v| v as f64),
@@ -458,15 +471,7 @@ impl Meter {
                             json!({"runId": run, "budget": budget}),
                         ));
                     }
-                    Ledger {
-                        run_id: run.to_owned(),
-                        started_at_ms: crate::effects::now_ms(),
-                        budget: *budget,
-                        consumed: Consumed::default(),
-                        thresholds_crossed: BTreeSet::new(),
-                        exhausted: None,
-                        invocations: 0,
-                    }
+                    Ledger::new(run, *budget)
                 }
             };
             let before = ledger.clone();
@@ -502,18 +507,7 @@ impl Meter {
             if let Some(l) = self.ledger(run).await? {
                 return Ok((l, Vec::new()));
             }
-            return Ok((
-                Ledger {
-                    run_id: run.to_owned(),
-                    started_at_ms: crate::effects::now_ms(),
-                    budget: *budget,
-                    consumed: Consumed::default(),
-                    thresholds_crossed: BTreeSet::new(),
-                    exhausted: None,
-                    invocations: 0,
-                },
-                Vec::new(),
-            ));
+            return Ok((Ledger::new(run, *budget), Vec::new()));
         }
         let (l, (), ev) = self.update(run, budget, |_, _| ()).await?;
         Ok((l, ev))

@@ -500,24 +500,10 @@ fn fault_of(e: &wasmtime::Error, s: &CoreState, limits: &Limits, consumed: u64) 
 fn finish(
     result: Result<CoreReturned, Classified>,
     log: SharedLog,
-    mut usage: Usage,
+    usage: Usage,
     started: Instant,
 ) -> CoreExecution {
-    let buf = match Arc::try_unwrap(log) {
-        Ok(m) => m.into_inner().unwrap_or_else(|p| p.into_inner()),
-        Err(shared) => {
-            crate::state::with_log(&shared, |l| std::mem::replace(l, LogBuffer::new(0, 1)))
-        }
-    };
-    usage.log_bytes = buf.kept_bytes() as u64;
-    usage.log_bytes_dropped = buf.dropped_bytes();
-    let mut events = buf.finish();
-    if let Err(c) = &result
-        && let Some(b) = &c.breach
-    {
-        events.push(b.clone());
-    }
-    usage.wall_time_us = micros(started.elapsed());
+    let (result, events, usage) = crate::invoke::close_log(result, log, usage, started);
     CoreExecution {
         result,
         events,
