@@ -378,18 +378,8 @@ pub(crate) async fn execute(p: ExecParams<'_>, call: Call) -> Execution {
             Ok(())
         });
     }
-    let setup = store
-        .set_fuel(limits.fuel)
-        .and_then(|()| store.fuel_async_yield_interval(Some(crate::engine::FUEL_YIELD_INTERVAL)));
-    if let Err(e) = setup {
-        let c = classify(
-            &Fault::Trap {
-                kind: "host-setup".to_owned(),
-                message: format!("cannot configure fuel: {e:#}"),
-            },
-            &node_id,
-        );
-        return finish(Err(c), log, usage, started);
+    if let Err(c) = arm_fuel(&mut store, limits.fuel, &node_id) {
+        return finish(Err(*c), log, usage, started);
     }
 
     let deadline = Duration::from_millis(limits.wall_clock_ms);
@@ -461,6 +451,27 @@ fn finish(
         events,
         usage,
     }
+}
+
+/// Gives a fresh store its fuel and the yield interval that lets the
+/// wall-clock deadline interrupt it (decision 0001). Every pack kind.
+pub(crate) fn arm_fuel<T>(
+    store: &mut Store<T>,
+    fuel: u64,
+    node_id: &str,
+) -> Result<(), Box<Classified>> {
+    store
+        .set_fuel(fuel)
+        .and_then(|()| store.fuel_async_yield_interval(Some(crate::engine::FUEL_YIELD_INTERVAL)))
+        .map_err(|e| {
+            Box::new(classify(
+                &Fault::Trap {
+                    kind: "host-setup".to_owned(),
+                    message: format!("cannot configure fuel: {e:#}"),
+                },
+                node_id,
+            ))
+        })
 }
 
 /// The end of every execution, for every pack kind: takes the bounded log

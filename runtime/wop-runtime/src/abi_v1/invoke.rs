@@ -141,19 +141,9 @@ pub(crate) async fn execute(s: Setup<'_>, call: CoreCall) -> CoreExecution {
     let engine = s.linked.module.engine().clone();
     let mut store = Store::new(&engine, state);
     store.limiter(|st| &mut st.limiter);
-    let setup = store
-        .set_fuel(limits.fuel)
-        .and_then(|()| store.fuel_async_yield_interval(Some(crate::engine::FUEL_YIELD_INTERVAL)));
-    if let Err(e) = setup {
-        let c = classify(
-            &Fault::Trap {
-                kind: "host-setup".to_owned(),
-                message: format!("cannot configure fuel: {e:#}"),
-            },
-            &node_id,
-        );
+    if let Err(c) = crate::invoke::arm_fuel(&mut store, limits.fuel, &node_id) {
         drop(store);
-        return finish(Err(c), log, usage, started);
+        return finish(Err(*c), log, usage, started);
     }
     let linked = s.linked;
     let instantiations = s.instantiations;
