@@ -6,8 +6,8 @@ use anyhow::{Result, anyhow};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use wop_runtime::authz;
 use wop_runtime::effects::{Begin, ClaimRequest, EffectTimings, Effects, Keying};
-use wop_runtime::gate::authz;
 use wop_runtime::store::KvStore;
 use wop_runtime::tools::{
     RegisteredTool, SafetyTier, ToolAuth, ToolCall, ToolDescriptor, ToolFailure, ToolProvider,

@@ -2,15 +2,18 @@
 //! and no epoch interruption (see `docs/decisions/0001-wall-clock.md`: the
 //! wall clock is enforced by async fuel yields plus a deadline).
 
-use crate::error::ConfigError;
 use sha2::{Digest, Sha256};
 use std::sync::OnceLock;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
+use wop_core::error::ConfigError;
 
 /// Fuel units between two cooperative yields to the async executor. Small
 /// enough that a deadline is noticed within well under a millisecond of
 /// guest execution, large enough that yields cost nothing measurable.
 pub(crate) const FUEL_YIELD_INTERVAL: u64 = 100_000;
+
+/// The wasmtime version this runtime is built on (pinned in the workspace).
+pub(crate) const ENGINE_VERSION: &str = "48.0.8";
 
 /// Concurrent invocations (component instances) the pool holds.
 const POOL_COMPONENT_INSTANCES: u32 = 1000;

@@ -33,37 +33,53 @@
 pub mod abi_v1;
 mod bindings;
 mod cache;
-pub mod capability;
-pub mod classify;
-pub mod effects;
-pub mod egress;
+mod capability_doc;
 mod engine;
-pub mod error;
-pub mod events;
-pub mod gate;
 mod host;
 mod invoke;
-pub mod jcs;
-pub mod limits;
-pub mod logbuf;
-pub mod manifest;
-pub mod metering;
-mod pack;
-pub mod policy;
-pub mod ratelimit;
-pub mod replay;
+mod registry;
 mod runtime;
+mod sandbox;
 mod state;
-pub mod store;
-pub mod tools;
+
+// The layers below, re-exported so that embedders need one dependency.
+// Pure domain (`wop-core`):
+pub use wop_core::{
+    abi, admission, authz, budget, capability, classify, error, events, jcs, limits, logbuf,
+    manifest, model, outcome, pack, policy, ratelimit, replay,
+};
+// Durable state (`wop-effects`):
+pub use wop_effects::{effects, store};
+// The gate (`wop-gate`):
+pub use wop_gate as gate;
+
+/// Tools: descriptors (`wop-core`), providers and the registry (`wop-gate`).
+pub mod tools {
+    pub use wop_gate::tools::*;
+    pub use wop_gate::{http_tool, pack_tool};
+}
+
+/// safe-fetch: the pure checks (`wop-core`) and the engine and guarded
+/// client (`wop-gate`).
+pub mod egress {
+    pub use wop_core::egress::*;
+    pub use wop_gate::egress::{Egress, PackEgress};
+    pub use wop_gate::fetch_client::{Resolver, SystemResolver};
+}
+
+/// Metering: budget math (`wop-core`) and the persisted meter (`wop-effects`).
+pub mod metering {
+    pub use wop_core::budget::*;
+    pub use wop_effects::meter::{Meter, MeterError};
+}
 
 pub use cache::CacheStats;
-pub use capability::Capability;
-pub use error::{ConfigError, ErrorCode, FailureSource, LoadError, NodeError};
-pub use events::{Event, EventSink, LogLevel, LogStream, MemorySink};
+pub use capability_doc::CapabilityDocument;
 pub use host::wasi::GUEST_DATA_DIR;
-pub use invoke::{InvocationReport, InvokeRequest, Outcome, Principal, RunContext, Usage};
-pub use limits::{LimitRequest, Limits};
-pub use pack::{EgressView, ImportReport, Inspection};
-pub use policy::{FsGrant, PackGrant, Policy};
 pub use runtime::{PackSummary, Runtime, RuntimeConfig, RuntimeStats};
+pub use wop_core::FsGrant;
+pub use wop_core::{
+    Capability, ConfigError, EgressView, ErrorCode, Event, EventSink, FailureSource, ImportReport,
+    Inspection, InvocationReport, InvokeRequest, LimitRequest, Limits, LoadError, LogLevel,
+    LogStream, MemorySink, NodeError, Outcome, PackGrant, Policy, Principal, RunContext, Usage,
+};

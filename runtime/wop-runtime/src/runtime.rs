@@ -2,38 +2,37 @@
 
 use crate::bindings::{NodePackPre, node, types};
 use crate::cache::{CacheStats, CompileCache};
-use crate::capability::Capability;
-use crate::classify::{Fault, classify};
-use crate::effects::{EffectError, EffectState, EffectSummary, EffectTimings, Effects};
-use crate::error::{ConfigError, ErrorCode, LoadError, NodeError};
-use crate::events::Event;
-use crate::events::EventSink;
-use crate::gate::{Gate, GateConfig, MeterSite};
-use crate::invoke::{Binding, Outcome, Usage};
-use crate::invoke::{
-    Call, ExecParams, InvocationReport, InvokeRequest, Principal, Returned, execute, interpret,
-};
-use crate::limits::Limits;
-use crate::manifest::Manifest;
-use crate::metering::{Ledger, Meter, MeterError, Rollup, RunBounds};
-use crate::pack::{Inspection, judge_imports, read_pack, require_component, resolve};
-use crate::policy::{FsGrant, Policy};
+use crate::invoke::{Call, ExecParams, Returned, execute};
+use crate::registry::{ComponentPack, PackKind, Registry};
 use crate::state::{HostState, InvocationScope};
-use crate::store::KvStore;
-use crate::tools::http_tool::HttpTool;
-use crate::tools::pack_tool::PackTool;
-use crate::tools::{
-    Egress, RegisteredTool, ToolAuth, ToolDescriptor, ToolProvider, ToolRegistry, ToolSource,
-};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
-use std::sync::{OnceLock, Weak};
-use std::time::Duration;
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
+use wop_core::admission::{AdmissionInput, Binding, admit};
+use wop_core::budget::{Ledger, Rollup, RunBounds};
+use wop_core::capability::Capability;
+use wop_core::classify::{Fault, classify};
+use wop_core::error::{ConfigError, ErrorCode, LoadError, NodeError};
+use wop_core::events::{Event, EventSink, Transport};
+use wop_core::limits::Limits;
+use wop_core::manifest::Manifest;
+use wop_core::model::{InvocationReport, InvokeRequest, Outcome, Principal, Usage};
+use wop_core::pack::{Inspection, judge_imports, read_pack, require_component, resolve};
+use wop_core::policy::Policy;
+use wop_effects::effects::{EffectError, EffectState, EffectSummary, EffectTimings, Effects};
+use wop_effects::store::KvStore;
+use wop_effects::{Meter, MeterError};
+use wop_gate::http_tool::HttpTool;
+use wop_gate::pack_tool::{InvokerSlot, NodeInvoker, PackTool};
+use wop_gate::tools::{
+    Egress, RegisteredTool, ToolAuth, ToolDescriptor, ToolProvider, ToolRegistry, ToolSource,
+};
+use wop_gate::{CallSite, Gate, GateConfig, MeterSite, PackEgress};
 
 /// How to build a [`Runtime`].
 #[derive(Clone, Default)]
@@ -44,7 +43,7 @@ pub struct RuntimeConfig {
     effect_store: Option<Arc<dyn KvStore>>,
     executor_id: Option<String>,
     tools: Vec<RegisteredTool>,
-    resolver: Option<Arc<dyn crate::egress::Resolver>>,
+    resolver: Option<Arc<dyn wop_gate::Resolver>>,
 }
 
 impl RuntimeConfig {
@@ -92,7 +91,7 @@ impl RuntimeConfig {
     /// How safe-fetch resolves host names. By default the system resolver
     /// ([`crate::egress::SystemResolver`]). Every answer is still judged
     /// whole by the egress guard; tests inject fakes here.
-    pub fn resolver(&mut self, resolver: Arc<dyn crate::egress::Resolver>) -> &mut Self {
+    pub fn resolver(&mut self, resolver: Arc<dyn wop_gate::Resolver>) -> &mut Self {
         self.resolver = Some(resolver);
         self
     }
@@ -105,10 +104,14 @@ impl RuntimeConfig {
     }
 }
 
-/// A loaded pack, ready to invoke.
-pub(crate) struct LoadedPack {
-    pub inspection: Inspection,
-    pub pre: NodePackPre<HostState>,
+/// What one component invocation runs with, after admission.
+struct ComponentRun {
+    scope: InvocationScope,
+    site: CallSite,
+    egress: PackEgress,
+    limits: Limits,
+    bounds: RunBounds,
+    binding: Binding,
 }
 
 /// A summary of a loaded pack.
@@ -139,7 +142,7 @@ pub struct RuntimeStats {
 
 pub(crate) struct Inner {
     gate: Arc<Gate>,
-    egress: Arc<crate::egress::Egress>,
+    egress: Arc<wop_gate::Egress>,
     meter: Meter,
     engine: &'static Engine,
     fingerprint: String,
@@ -147,11 +150,32 @@ pub(crate) struct Inner {
     cache: CompileCache,
     policy: Policy,
     sink: Option<Arc<dyn EventSink>>,
-    /// typeId → pack.
-    packs: RwLock<BTreeMap<String, Arc<LoadedPack>>>,
+    /// typeId → pack, both pack kinds.
+    registry: Registry,
     instantiations: AtomicU64,
-    /// ABI v1 core-module packs (see `abi_v1`).
-    core: crate::abi_v1::Registry,
+    /// What node-pack tools call to run a nested invocation.
+    nested: OnceLock<Arc<dyn NodeInvoker>>,
+}
+
+/// Node-pack tools run nested invocations through the runtime.
+struct Nested(Weak<Inner>);
+
+#[async_trait::async_trait]
+impl NodeInvoker for Nested {
+    async fn invoke_nested(&self, req: InvokeRequest, depth: u32) -> InvocationReport {
+        match self.0.upgrade() {
+            Some(inner) => Runtime { inner }.invoke_at_depth(req, depth).await,
+            None => InvocationReport {
+                outcome: Err(NodeError::runtime(
+                    ErrorCode::InternalError,
+                    "the runtime is shutting down",
+                    Default::default(),
+                )),
+                events: Vec::new(),
+                usage: Usage::default(),
+            },
+        }
+    }
 }
 
 /// Runs OpenWOP node packs. Cheap to clone; share one per process.
@@ -172,10 +196,7 @@ pub struct Runtime {
     inner: Arc<Inner>,
 }
 
-fn build_gate(
-    config: &RuntimeConfig,
-    me: &Arc<OnceLock<Weak<Inner>>>,
-) -> Result<Gate, ConfigError> {
+fn build_gate(config: &RuntimeConfig, me: &InvokerSlot) -> Result<Gate, ConfigError> {
     let policy = &config.policy;
     let e = &policy.effects;
     let max_result_bytes = e.max_result_bytes.unwrap_or(1 << 20);
@@ -236,11 +257,11 @@ fn build_gate(
     let kv = config
         .effect_store
         .clone()
-        .unwrap_or_else(|| Arc::new(crate::store::MemoryStore::new()));
+        .unwrap_or_else(|| Arc::new(wop_effects::store::MemoryStore::new()));
     let executor = config
         .executor_id
         .clone()
-        .unwrap_or_else(|| format!("wop-{}-{}", std::process::id(), crate::effects::now_ms()));
+        .unwrap_or_else(|| format!("wop-{}-{}", std::process::id(), wop_core::time::now_ms()));
     let lease_ms = e
         .lease_ms
         .unwrap_or_else(|| policy.limits().wall_clock_ms.saturating_add(5_000));
@@ -259,10 +280,6 @@ fn build_gate(
 }
 
 impl Runtime {
-    pub(crate) fn from_inner(inner: Arc<Inner>) -> Self {
-        Self { inner }
-    }
-
     /// The gate (tool catalog and effect store).
     pub fn gate(&self) -> &Gate {
         &self.inner.gate
@@ -302,7 +319,7 @@ impl Runtime {
             .retention_days
             .unwrap_or(14)
             .max(14);
-        let cutoff = crate::effects::now_ms().saturating_sub(days * 86_400_000);
+        let cutoff = wop_core::time::now_ms().saturating_sub(days * 86_400_000);
         self.inner.gate.effects().purge(cutoff).await
     }
 
@@ -317,14 +334,14 @@ impl Runtime {
                 ConfigError::Io(format!("cannot create cache dir {}: {e}", d.display()))
             })?;
         }
-        let me = Arc::new(OnceLock::new());
+        let me: InvokerSlot = Arc::new(OnceLock::new());
         let gate = Arc::new(build_gate(config, &me)?);
         let meter = Meter::new(gate.effects().kv().clone(), config.policy.prices.clone());
         let rt = Runtime {
             inner: Arc::new(Inner {
                 gate,
-                egress: Arc::new(crate::egress::Egress::new(
-                    &config.policy,
+                egress: Arc::new(wop_gate::Egress::new(
+                    config.policy.egress.settings(),
                     config.resolver.clone(),
                 )),
                 meter,
@@ -334,12 +351,15 @@ impl Runtime {
                 cache: CompileCache::new(config.cache_dir.clone()),
                 policy: config.policy.clone(),
                 sink: config.sink.clone(),
-                packs: RwLock::new(BTreeMap::new()),
+                registry: Registry::default(),
                 instantiations: AtomicU64::new(0),
-                core: Default::default(),
+                nested: OnceLock::new(),
             }),
         };
-        let _ = me.set(Arc::downgrade(&rt.inner));
+        let invoker: Arc<dyn NodeInvoker> = Arc::new(Nested(Arc::downgrade(&rt.inner)));
+        let _ = me.set(Arc::downgrade(&invoker));
+        // The slot holds a weak link; keep the invoker alive with the runtime.
+        let _ = rt.inner.nested.set(invoker);
         Ok(rt)
     }
 
@@ -430,9 +450,7 @@ impl Runtime {
         if crate::abi_v1::is_core_pack(dir) {
             let pack =
                 crate::abi_v1::load(dir, &self.inner.policy, &self.inner.instantiations).await?;
-            return self.inner.core.register(pack, |t| {
-                self.pack_for(t).map(|p| p.inspection.manifest.name.clone())
-            });
+            return self.inner.registry.register(PackKind::AbiV1(pack));
         }
         let (insp, component) = self.inspect_inner(dir).await?;
         if let Some(refusal) = &insp.refusal {
@@ -457,44 +475,15 @@ impl Runtime {
                     "the component does not fit the openwop:node-pack@0.1.0 world: {e:#}"
                 ),
             })?;
-        let pack = LoadedPack {
+        let pack = ComponentPack {
             inspection: insp,
             pre,
         };
         self.check_describe(&pack).await?;
-        let summary = summary(&pack);
-        let pack = Arc::new(pack);
-        let mut packs = match self.inner.packs.write() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        for t in &summary.type_ids {
-            if let Some(owner) = self.inner.core.owner(t) {
-                return Err(LoadError::validation(
-                    "$.nodes",
-                    format!("typeId `{t}` is already registered by pack `{owner}`"),
-                ));
-            }
-            if let Some(other) = packs.get(t)
-                && other.inspection.manifest.name != summary.name
-            {
-                return Err(LoadError::validation(
-                    "$.nodes",
-                    format!(
-                        "typeId `{t}` is already registered by pack `{}`",
-                        other.inspection.manifest.name
-                    ),
-                ));
-            }
-        }
-        packs.retain(|_, p| p.inspection.manifest.name != summary.name);
-        for t in &summary.type_ids {
-            packs.insert(t.clone(), pack.clone());
-        }
-        Ok(summary)
+        self.inner.registry.register(PackKind::Component(pack))
     }
 
-    async fn check_describe(&self, pack: &LoadedPack) -> Result<(), LoadError> {
+    async fn check_describe(&self, pack: &ComponentPack) -> Result<(), LoadError> {
         let m = &pack.inspection.manifest;
         let scope = InvocationScope {
             run_id: "wop:load".to_owned(),
@@ -503,14 +492,28 @@ impl Runtime {
             attempt: 1,
             type_id: String::new(),
             capabilities: Capability::BASE.into_iter().collect(),
-            principal: Principal::default(),
-            pack: m.name.clone(),
-            declared_tools: Vec::new(),
-            granted_tools: Vec::new(),
-            egress: None,
-            depth: 0,
         };
-        let exec = execute(self.params(pack, scope), Call::Describe).await;
+        // describe() may call nothing but the base capabilities: no tools,
+        // no egress, and (see `params`) no filesystem grant.
+        let site = CallSite {
+            principal: Principal::default(),
+            context: wop_core::model::RunContext {
+                run_id: scope.run_id.clone(),
+                node_id: scope.node_id.clone(),
+                tenant_id: scope.tenant_id.clone(),
+                attempt: 1,
+            },
+            pack: m.name.clone(),
+            declared: Vec::new(),
+            granted: Vec::new(),
+            deadline: Instant::now(),
+            depth: 0,
+            transport: Transport::Native,
+            meter: None,
+        };
+        let mut params = self.params(pack, scope, site);
+        params.fs = None;
+        let exec = execute(params, Call::Describe).await;
         let info = match exec.result {
             Ok(Returned::Describe(info)) => info,
             Ok(Returned::Invoke(_)) => {
@@ -520,7 +523,8 @@ impl Runtime {
             }
             Err(c) => {
                 return Err(LoadError::Component {
-                    code: c.error.code.parse_code(),
+                    code: ErrorCode::parse(&c.error.code)
+                        .unwrap_or(ErrorCode::SandboxInvocationError),
                     message: format!("describe() failed at load: {}", c.error.message),
                 });
             }
@@ -528,7 +532,12 @@ impl Runtime {
         check_description(m, &info)
     }
 
-    fn params<'a>(&'a self, pack: &'a LoadedPack, scope: InvocationScope) -> ExecParams<'a> {
+    fn params<'a>(
+        &'a self,
+        pack: &'a ComponentPack,
+        scope: InvocationScope,
+        site: CallSite,
+    ) -> ExecParams<'a> {
         ExecParams {
             engine: self.inner.engine,
             pre: &pack.pre,
@@ -537,45 +546,32 @@ impl Runtime {
             fs: pack.inspection.filesystem.as_ref(),
             instantiations: &self.inner.instantiations,
             gate: self.inner.gate.clone(),
+            site,
+            egress: None,
             bounds: RunBounds::default(),
-            run_meter: None,
             binding: Binding::default(),
-            breakdown: self
-                .inner
-                .policy
-                .metering
-                .host_call_breakdown
-                .unwrap_or(true),
+            breakdown: self.breakdown(),
         }
+    }
+
+    /// Whether the per-host-call breakdown is recorded (policy
+    /// `[metering] hostCallBreakdown`, on by default).
+    fn breakdown(&self) -> bool {
+        self.inner
+            .policy
+            .metering
+            .host_call_breakdown
+            .unwrap_or(true)
     }
 
     /// The loaded packs (component and ABI v1 core-module packs).
     pub fn packs(&self) -> Vec<PackSummary> {
-        let packs = match self.inner.packs.read() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        let mut seen = BTreeSet::new();
-        let mut out: Vec<PackSummary> = packs
-            .values()
-            .filter(|p| seen.insert(p.inspection.manifest.name.clone()))
-            .map(|p| summary(p))
-            .collect();
-        out.extend(self.inner.core.summaries());
-        out
+        self.inner.registry.summaries()
     }
 
-    /// The registry of loaded ABI v1 core-module packs.
-    pub(crate) fn core_packs(&self) -> &crate::abi_v1::Registry {
-        &self.inner.core
-    }
-
-    fn pack_for(&self, type_id: &str) -> Option<Arc<LoadedPack>> {
-        let packs = match self.inner.packs.read() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        packs.get(type_id).cloned()
+    /// The registry of loaded packs.
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.inner.registry
     }
 
     /// Runs one node invocation in a fresh sandbox. Never panics on
@@ -587,30 +583,21 @@ impl Runtime {
     pub(crate) async fn invoke_at_depth(&self, req: InvokeRequest, depth: u32) -> InvocationReport {
         // The pack: a component, or an ABI v1 core module (its own
         // execution path; the same metering, budgets and bounds below).
-        let core = self.inner.core.get(&req.type_id);
-        let component = if core.is_none() {
-            self.pack_for(&req.type_id)
-        } else {
-            None
+        let Some(pack) = self.inner.registry.get(&req.type_id) else {
+            return InvocationReport {
+                outcome: Err(NodeError::runtime(
+                    ErrorCode::NotFound,
+                    format!(
+                        "no loaded pack implements node type `{}`; load its pack first",
+                        req.type_id
+                    ),
+                    wop_core::details! {"typeId" => req.type_id},
+                )),
+                events: Vec::new(),
+                usage: Default::default(),
+            };
         };
-        let inspection = match (&core, &component) {
-            (Some(c), _) => &c.inspection,
-            (None, Some(p)) => &p.inspection,
-            (None, None) => {
-                return InvocationReport {
-                    outcome: Err(NodeError::runtime(
-                        ErrorCode::NotFound,
-                        format!(
-                            "no loaded pack implements node type `{}`; load its pack first",
-                            req.type_id
-                        ),
-                        crate::details! {"typeId" => req.type_id},
-                    )),
-                    events: Vec::new(),
-                    usage: Default::default(),
-                };
-            }
-        };
+        let inspection = pack.inspection();
         let policy = &self.inner.policy;
         let node_id = req.context.node_id.clone();
         let budget = req.budget.unwrap_or_else(|| policy.runs.budget());
@@ -658,73 +645,37 @@ impl Runtime {
                 }
             }
         };
-        if let Some(d) = ledger.exhausted {
-            let fault = Fault::Budget {
-                kind: d.cap_kind(),
-                dimension: d.as_str(),
-                limit: ledger.limit_of(d).unwrap_or(0.0).ceil() as u64,
-                observed: ledger.used_of(d).ceil() as u64,
-            };
-            let (outcome, events) = refuse(events, fault);
-            return self.report(&req, outcome, events, Usage::default());
-        }
-
-        // Limits for this invocation: input-scaled fuel, the run's fuel
-        // budget and the run's remaining wall clock.
-        let mut limits = inspection.limits;
-        let ceiling = policy.limits().fuel;
-        if let Some(f) = inspection
-            .manifest
-            .wop
-            .limits
-            .scaled_fuel(ceiling, &req.inputs)
-        {
-            limits.fuel = f;
-        }
-        let mut binding = Binding::default();
-        if let Some(left) = ledger.fuel_left() {
-            if left == 0 {
-                let fault = Fault::Budget {
-                    kind: "budget-fuel",
-                    dimension: "fuel",
-                    limit: budget.max_fuel.unwrap_or(0),
-                    observed: ledger.consumed.fuel,
-                };
+        let admitted = admit(AdmissionInput {
+            ledger: &ledger,
+            bounds: &bounds,
+            limits: inspection.limits,
+            request: &inspection.manifest.wop.limits,
+            fuel_ceiling: policy.limits().fuel,
+            inputs: &req.inputs,
+            now_ms: wop_core::time::now_ms(),
+        });
+        let (limits, binding) = match admitted {
+            Ok(a) => (a.limits, a.binding),
+            Err(fault) => {
                 let (outcome, events) = refuse(events, fault);
                 return self.report(&req, outcome, events, Usage::default());
             }
-            if left < limits.fuel {
-                limits.fuel = left;
-                binding.fuel_budget = Some(left);
-            }
-        }
-        if let Some(run_ms) = bounds.run_timeout_ms {
-            let elapsed = crate::effects::now_ms().saturating_sub(ledger.started_at_ms);
-            let left = run_ms.saturating_sub(elapsed);
-            if left == 0 {
-                let (outcome, events) = refuse(
-                    events,
-                    Fault::RunTimeout {
-                        limit_ms: run_ms,
-                        elapsed_ms: elapsed,
-                    },
-                );
-                return self.report(&req, outcome, events, Usage::default());
-            }
-            if left < limits.wall_clock_ms {
-                limits.wall_clock_ms = left;
-                binding.run_timeout = Some((run_ms, elapsed));
-            }
-        }
+        };
 
-        let (outcome, exec_events, mut usage) = match (core, component) {
-            (Some(core), _) => {
+        let (outcome, exec_events, mut usage) = match pack.as_ref() {
+            PackKind::AbiV1(core) => {
                 let r = core
-                    .invoke(&req, &self.inner.instantiations, limits, binding)
+                    .invoke(
+                        &req,
+                        &self.inner.instantiations,
+                        limits,
+                        binding,
+                        self.breakdown(),
+                    )
                     .await;
                 (r.outcome, r.events, r.usage)
             }
-            (None, Some(pack)) => {
+            PackKind::Component(pack) => {
                 let m = &pack.inspection.manifest;
                 let scope = InvocationScope {
                     run_id: req.context.run_id.clone(),
@@ -733,36 +684,37 @@ impl Runtime {
                     attempt: req.context.attempt,
                     type_id: req.type_id.clone(),
                     capabilities: pack.inspection.effective.clone(),
-                    principal: req.principal.clone(),
-                    pack: m.name.clone(),
-                    declared_tools: m.wop.tools.clone(),
-                    granted_tools: policy.grant(&m.name).tools,
-                    egress: Some(crate::egress::PackEgress {
-                        engine: self.inner.egress.clone(),
-                        allow: pack.inspection.egress.allow.clone(),
-                    }),
-                    depth,
                 };
-                // Tool calls are charged to the run only when it has a budget.
-                let run_meter = (!ledger.budget.is_empty()).then(|| MeterSite {
-                    meter: self.inner.meter.clone(),
-                    run_id: req.context.run_id.clone(),
-                    node_id: node_id.clone(),
-                });
-                self.run_component(&pack, &req, scope, limits, bounds, run_meter, binding)
-                    .await
-            }
-            (None, None) => {
-                return self.report(
-                    &req,
-                    Err(NodeError::runtime(
-                        ErrorCode::InternalError,
-                        "the pack was unloaded during the call",
-                        Default::default(),
-                    )),
-                    events,
-                    Usage::default(),
-                );
+                let site = CallSite {
+                    principal: req.principal.clone(),
+                    context: req.context.clone(),
+                    pack: m.name.clone(),
+                    declared: m.wop.tools.clone(),
+                    granted: policy.grant(&m.name).tools,
+                    // Set when the invocation starts.
+                    deadline: Instant::now(),
+                    depth,
+                    transport: Transport::Native,
+                    // Tool calls are charged to the run only when it has a budget.
+                    meter: (!ledger.budget.is_empty()).then(|| MeterSite {
+                        meter: self.inner.meter.clone(),
+                        run_id: req.context.run_id.clone(),
+                        node_id: node_id.clone(),
+                    }),
+                };
+                let egress = PackEgress {
+                    engine: self.inner.egress.clone(),
+                    allow: pack.inspection.egress.allow.clone(),
+                };
+                let run = ComponentRun {
+                    scope,
+                    site,
+                    egress,
+                    limits,
+                    bounds,
+                    binding,
+                };
+                self.run_component(&pack, &req, run).await
             }
         };
         events.extend(exec_events);
@@ -786,17 +738,20 @@ impl Runtime {
     }
 
     /// Runs a component pack's `invoke` in a fresh sandbox.
-    #[allow(clippy::too_many_arguments)]
     async fn run_component(
         &self,
-        pack: &LoadedPack,
+        pack: &ComponentPack,
         req: &InvokeRequest,
-        scope: InvocationScope,
-        limits: Limits,
-        bounds: RunBounds,
-        run_meter: Option<MeterSite>,
-        binding: Binding,
+        run: ComponentRun,
     ) -> (Result<Outcome, NodeError>, Vec<Event>, Usage) {
+        let ComponentRun {
+            scope,
+            site,
+            egress,
+            limits,
+            bounds,
+            binding,
+        } = run;
         let m = &pack.inspection.manifest;
         let wit_req = node::Request {
             context: types::NodeContext {
@@ -810,10 +765,10 @@ impl Runtime {
             config: req.config.to_string(),
             resume: req.resume.as_ref().map(|v| v.to_string()),
         };
-        let mut params = self.params(pack, scope);
+        let mut params = self.params(pack, scope, site);
         params.limits = limits;
         params.bounds = bounds;
-        params.run_meter = run_meter;
+        params.egress = Some(egress);
         params.binding = binding;
         let exec = execute(params, Call::Invoke(wit_req)).await;
         let mut usage = exec.usage;
@@ -822,15 +777,18 @@ impl Runtime {
         let mut events = exec.events;
         let outcome = match exec.result {
             Ok(Returned::Invoke(r)) => {
-                match interpret(r, &limits, &req.context.node_id, &mut usage) {
-                    Ok(o) => Ok(o),
-                    Err(c) => {
-                        if let Some(b) = c.breach {
-                            events.push(b);
-                        }
-                        Err(c.error)
-                    }
-                }
+                let (r, size) = wop_core::outcome::interpret(
+                    crate::invoke::pack_return(r),
+                    limits.output_bytes,
+                    true,
+                    &exec.verdicts,
+                    &req.context.node_id,
+                );
+                usage.output_bytes = size;
+                r.map_err(|c| {
+                    events.extend(c.breach);
+                    c.error
+                })
             }
             Ok(Returned::Describe(_)) => Err(NodeError::runtime(
                 ErrorCode::InternalError,
@@ -887,17 +845,6 @@ impl Runtime {
     }
 }
 
-fn summary(p: &LoadedPack) -> PackSummary {
-    let m = &p.inspection.manifest;
-    PackSummary {
-        name: m.name.clone(),
-        version: m.version.clone(),
-        type_ids: m.nodes.iter().map(|n| n.type_id.clone()).collect(),
-        capabilities: p.inspection.effective.clone(),
-        limits: p.inspection.limits,
-    }
-}
-
 /// The manifest and `describe()` must agree on name, version and node types.
 fn check_description(m: &Manifest, info: &node::PackInfo) -> Result<(), LoadError> {
     if info.name != m.name {
@@ -945,19 +892,4 @@ fn check_description(m: &Manifest, info: &node::PackInfo) -> Result<(), LoadErro
         ));
     }
     Ok(())
-}
-
-/// Unused-field guard: the filesystem grant type is re-exported for hosts.
-#[allow(dead_code)]
-fn _fs(_: &FsGrant) {}
-
-trait ParseCode {
-    fn parse_code(&self) -> ErrorCode;
-}
-
-impl ParseCode for String {
-    fn parse_code(&self) -> ErrorCode {
-        serde_json::from_value(serde_json::Value::String(self.clone()))
-            .unwrap_or(ErrorCode::SandboxInvocationError)
-    }
 }

@@ -5,15 +5,12 @@
 //! recorded fault (classified as `sandbox_invocation_error`), never the host.
 
 use super::imports::AbiImport;
-use crate::classify::Fault;
-use crate::events::LogLevel;
-use crate::limits::Limits;
-use crate::replay::{ReplayClock, ReplayRng};
-use crate::state::{Limiter, SharedLog, with_log};
+use crate::sandbox::{Sandbox, SandboxState};
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
-use std::time::Instant;
 use wasmtime::{Caller, Extern, Memory, Val};
+use wop_core::classify::Fault;
+use wop_core::events::LogLevel;
+use wop_core::logbuf::with_log;
 
 /// How a (ptr, len) pair crosses the boundary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -96,15 +93,8 @@ pub(crate) enum HostFn {
 
 /// Per-invocation store data of a core module. Dropped with the store.
 pub(crate) struct CoreState {
-    pub limiter: Limiter,
-    pub log: SharedLog,
-    pub rng: ReplayRng,
-    pub clock: ReplayClock,
-    pub limits: Limits,
-    pub host_calls: BTreeMap<&'static str, u64>,
-    /// The first host-side fault (a trap follows).
-    pub host_fault: Option<Fault>,
-    pub instantiated_at: Option<Instant>,
+    /// The sandbox every pack kind shares.
+    pub sb: Sandbox,
     /// The host-provided memory (`env.memory`), if the module imports one.
     pub memory: Option<Memory>,
     /// Variables visible to `openwop_variable_get/set`.
@@ -119,26 +109,23 @@ pub(crate) struct CoreState {
     pub suspended: Option<Value>,
 }
 
+impl SandboxState for CoreState {
+    fn sandbox(&self) -> &Sandbox {
+        &self.sb
+    }
+    fn sandbox_mut(&mut self) -> &mut Sandbox {
+        &mut self.sb
+    }
+}
+
 impl CoreState {
     fn count(&mut self, iface: &'static str) {
-        *self.host_calls.entry(iface).or_insert(0) += 1;
+        self.sb.count(iface);
     }
 
     /// Records a fault (the first one wins) and returns the trap to raise.
     pub(crate) fn fault(&mut self, fault: Fault) -> wasmtime::Error {
-        let msg = match &fault {
-            Fault::Trap { message, .. } => message.clone(),
-            Fault::HostCap {
-                kind,
-                limit,
-                observed,
-            } => format!("host cap exceeded: {kind} {observed} > {limit}"),
-            other => format!("{other:?}"),
-        };
-        if self.host_fault.is_none() {
-            self.host_fault = Some(fault);
-        }
-        wasmtime::Error::msg(msg)
+        self.sb.fault(fault)
     }
 
     /// A malformed ABI value from the module.
@@ -151,7 +138,7 @@ impl CoreState {
 
     /// Total cap on variable/channel state held for the module.
     fn state_cap(&self) -> u64 {
-        self.limits.host_arg_bytes.saturating_mul(4)
+        self.sb.limits.host_arg_bytes.saturating_mul(4)
     }
 }
 
@@ -277,7 +264,8 @@ pub(crate) async fn call(
     match abi {
         AbiImport::Log => {
             let (level, ptr, len) = (arg(params, 0) as i32, arg(params, 1), arg(params, 2));
-            let line_cap = u32::try_from(caller.data().limits.log_line_bytes).unwrap_or(u32::MAX);
+            let line_cap =
+                u32::try_from(caller.data().sb.limits.log_line_bytes).unwrap_or(u32::MAX);
             let mem = memory_of(&mut caller)?;
             let size = mem.data_size(&caller);
             if !in_bounds(ptr, len, size) {
@@ -296,11 +284,11 @@ pub(crate) async fn call(
                 3 => LogLevel::Warn,
                 _ => LogLevel::Error,
             };
-            let log = caller.data().log.clone();
+            let log = caller.data().sb.log.clone();
             with_log(&log, |l| l.log(level, &text, None));
         }
         AbiImport::NowMs => {
-            let t = caller.data_mut().clock.now_ms();
+            let t = caller.data_mut().sb.clock.now_ms();
             if let Some(r) = results.first_mut() {
                 *r = Val::I64(t as i64);
             }
@@ -322,7 +310,7 @@ pub(crate) async fn call(
                 )));
             }
             let mut buf = vec![0u8; len as usize];
-            caller.data_mut().rng.fill(&mut buf);
+            caller.data_mut().sb.rng.fill(&mut buf);
             mem.write(&mut caller, ptr as usize, &buf)
                 .map_err(|e| caller.data_mut().invalid(format!("openwop_random: {e}")))?;
         }
@@ -353,7 +341,7 @@ pub(crate) async fn call(
         AbiImport::Interrupt => {
             let enc = enc.unwrap_or(PairEncoding::MultiValue);
             let (ptr, len) = (arg(params, 0), arg(params, 1));
-            let cap = caller.data().limits.host_arg_bytes;
+            let cap = caller.data().sb.limits.host_arg_bytes;
             if u64::from(len) > cap {
                 return Err(caller.data_mut().fault(Fault::HostCap {
                     kind: "host-arg-bytes",
@@ -398,7 +386,7 @@ fn set(
         arg(params, 3),
     );
     let k = key(caller, kp, kl)?;
-    let cap = caller.data().limits.host_arg_bytes;
+    let cap = caller.data().sb.limits.host_arg_bytes;
     if u64::from(vl) > cap {
         let mem = memory_of(caller)?;
         let size = mem.data_size(&*caller);

@@ -13,8 +13,8 @@
 //! | `openwop.<other>` | granted only by name (probe `--allow`), else denied |
 //! | anything else | denied (`sandbox_capability_denied`) |
 
-use crate::capability::{Capability, EscapeKind};
 use std::collections::BTreeSet;
+use wop_core::capability::{Capability, EscapeKind};
 
 /// The import module of the ABI's host functions.
 pub const OPENWOP_MODULE: &str = "openwop";

@@ -4,19 +4,14 @@
 //! the one [`classify`] function.
 
 use super::host::{CoreState, PairEncoding, in_bounds};
-use crate::classify::{Classified, Fault, classify};
-use crate::events::Event;
-use crate::invoke::Usage;
-use crate::limits::Limits;
-use crate::logbuf::LogBuffer;
-use crate::replay::{ReplayClock, ReplayRng, Seed};
-use crate::state::{Limiter, SharedLog};
+use crate::sandbox::{self, Sandbox, Spec};
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicU64;
 use wasmtime::{Instance, InstancePre, Linker, Memory, MemoryType, Module, Store, Trap, Val};
+use wop_core::classify::Fault;
+use wop_core::limits::Limits;
+use wop_core::model::Usage;
+use wop_core::replay::Seed;
 
 /// Longest pack name read from `openwop_pack_name` (as `pack.json`).
 const MAX_NAME_BYTES: u32 = 214;
@@ -93,43 +88,18 @@ pub(crate) struct Setup<'a> {
     pub resume: Option<Value>,
     pub instantiations: Option<&'a AtomicU64>,
     /// Which run-level limit binds fuel and the wall clock.
-    pub binding: crate::invoke::Binding,
+    pub binding: wop_core::admission::Binding,
+    /// Record the per-host-call breakdown (installs the call hook).
+    pub breakdown: bool,
 }
 
-/// The result of one execution.
-pub(crate) struct CoreExecution {
-    pub result: Result<CoreReturned, Classified>,
-    pub events: Vec<Event>,
-    pub usage: Usage,
-}
-
-fn micros(d: Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
-}
+/// The result of one core-module execution.
+pub(crate) type CoreExecution = sandbox::Execution<CoreReturned>;
 
 /// Runs `call` in a fresh store and instance, then drops both.
 pub(crate) async fn execute(s: Setup<'_>, call: CoreCall) -> CoreExecution {
-    let started = Instant::now();
-    let limits = s.limits;
-    let binding = s.binding;
-    let log: SharedLog = Arc::new(Mutex::new(LogBuffer::new(
-        usize::try_from(limits.log_bytes).unwrap_or(usize::MAX),
-        usize::try_from(limits.log_line_bytes).unwrap_or(usize::MAX),
-    )));
-    let mut usage = Usage {
-        fuel_limit: limits.fuel,
-        memory_limit_bytes: limits.memory_bytes,
-        ..Default::default()
-    };
     let state = CoreState {
-        limiter: Limiter::new(&limits),
-        log: log.clone(),
-        rng: ReplayRng::new(s.seed.derive("openwop:random")),
-        clock: ReplayClock::new(&s.seed),
-        limits,
-        host_calls: BTreeMap::new(),
-        host_fault: None,
-        instantiated_at: None,
+        sb: Sandbox::new(s.limits, &s.seed),
         memory: None,
         variables: s.variables,
         channels: s.channels,
@@ -137,65 +107,40 @@ pub(crate) async fn execute(s: Setup<'_>, call: CoreCall) -> CoreExecution {
         resume: s.resume,
         suspended: None,
     };
-    let node_id = s.node_id;
+    let spec = Spec {
+        node_id: s.node_id,
+        binding: s.binding,
+        breakdown: s.breakdown,
+        instantiations: s.instantiations,
+        untyped: "instantiate",
+        usage: Usage::default(),
+    };
     let engine = s.linked.module.engine().clone();
-    let mut store = Store::new(&engine, state);
-    store.limiter(|st| &mut st.limiter);
-    if let Err(c) = crate::invoke::arm_fuel(&mut store, limits.fuel, &node_id) {
-        drop(store);
-        return finish(Err(*c), log, usage, started);
-    }
+    let mut armed = match sandbox::arm(&engine, state, spec) {
+        Ok(a) => a,
+        Err(failed) => return failed,
+    };
+    let deadline = armed.deadline();
+    let store = &mut armed.store;
     let linked = s.linked;
-    let instantiations = s.instantiations;
     let run = async {
-        if let Some(n) = instantiations {
-            n.fetch_add(1, Ordering::Relaxed);
-        }
-        let instance = instantiate(linked, &mut store).await?;
-        store.data_mut().instantiated_at = Some(Instant::now());
-        match call {
-            CoreCall::Identify => identify(linked, &instance, &mut store).await,
+        let instance = instantiate(linked, &mut *store).await?;
+        sandbox::instantiated(store);
+        let r = match call {
+            CoreCall::Identify => identify(linked, &instance, &mut *store).await,
             CoreCall::Invoke { index, request } => {
-                invoke(linked, &instance, &mut store, index, &request).await
+                invoke(linked, &instance, &mut *store, index, &request).await
             }
-            CoreCall::Probe { entry, arg } => probe(&instance, &mut store, &entry, arg).await,
+            CoreCall::Probe { entry, arg } => probe(&instance, &mut *store, &entry, arg).await,
+        };
+        // `openwop_interrupt` suspends by trapping with the payload set.
+        match (r, store.data_mut().suspended.take()) {
+            (Err(_), Some(payload)) => Ok(CoreReturned::Suspended(payload)),
+            (r, _) => r,
         }
     };
-    let deadline = Duration::from_millis(limits.wall_clock_ms);
     let outcome = tokio::time::timeout(deadline, run).await;
-    let elapsed = started.elapsed();
-
-    let remaining = store.get_fuel().unwrap_or(0);
-    usage.fuel_consumed = limits.fuel.saturating_sub(remaining);
-    let data = store.data_mut();
-    usage.peak_memory_bytes = data.limiter.memory_peak;
-    usage.instantiate_time_us = data
-        .instantiated_at
-        .map_or(0, |t| micros(t.saturating_duration_since(started)));
-    usage.host_calls = data
-        .host_calls
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), *v))
-        .collect();
-    let result = match outcome {
-        Err(_elapsed) => Err(classify(
-            &binding.apply(Fault::WallClock {
-                limit_ms: limits.wall_clock_ms,
-                elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
-            }),
-            &node_id,
-        )),
-        Ok(Ok(r)) => Ok(r),
-        Ok(Err(e)) => match data.suspended.take() {
-            Some(payload) => Ok(CoreReturned::Suspended(payload)),
-            None => Err(classify(
-                &binding.apply(fault_of(&e, data, &limits, usage.fuel_consumed)),
-                &node_id,
-            )),
-        },
-    };
-    drop(store);
-    finish(result, log, usage, started)
+    armed.finish(outcome)
 }
 
 async fn instantiate(linked: &Linked, store: &mut Store<CoreState>) -> wasmtime::Result<Instance> {
@@ -372,8 +317,8 @@ async fn free(
     match f.call_async(&mut *store, (ptr as i32, len as i32)).await {
         Ok(()) => Ok(()),
         Err(e) => {
-            let limit_hit = store.data().limiter.breach.is_some()
-                || store.data().host_fault.is_some()
+            let limit_hit = store.data().sb.limiter.breach.is_some()
+                || store.data().sb.host_fault.is_some()
                 || matches!(e.downcast_ref::<Trap>(), Some(Trap::OutOfFuel));
             if limit_hit {
                 Err(e)
@@ -437,6 +382,7 @@ async fn invoke(
     }
     let cap = store
         .data()
+        .sb
         .limits
         .output_bytes
         .saturating_add(ENVELOPE_SLACK);
@@ -474,29 +420,4 @@ async fn probe(
     let mut results = vec![Val::I32(0); ty.results().len()];
     f.call_async(&mut *store, &params, &mut results).await?;
     Ok(CoreReturned::Probe(results.into_iter().next()))
-}
-
-fn fault_of(e: &wasmtime::Error, s: &CoreState, limits: &Limits, consumed: u64) -> Fault {
-    crate::invoke::fault_from(
-        e,
-        &s.limiter,
-        s.host_fault.as_ref(),
-        limits,
-        consumed,
-        "instantiate",
-    )
-}
-
-fn finish(
-    result: Result<CoreReturned, Classified>,
-    log: SharedLog,
-    usage: Usage,
-    started: Instant,
-) -> CoreExecution {
-    let (result, events, usage) = crate::invoke::close_log(result, log, usage, started);
-    CoreExecution {
-        result,
-        events,
-        usage,
-    }
 }

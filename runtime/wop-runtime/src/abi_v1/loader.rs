@@ -6,11 +6,11 @@
 use super::host::{CoreState, HostFn, PairEncoding};
 use super::imports::{AbiImport, CoreVerdict, ImportKind, judge};
 use super::invoke::{AbiExports, Linked};
-use crate::error::{ErrorCode, LoadError};
-use crate::limits::Limits;
-use crate::pack::ImportReport;
 use std::collections::BTreeSet;
 use wasmtime::{Engine, ExternType, FuncType, Linker, MemoryType, Module, ValType};
+use wop_core::error::{ErrorCode, LoadError};
+use wop_core::limits::Limits;
+use wop_core::pack::ImportReport;
 
 /// Compiles a core module (on a blocking thread: compilation is CPU work).
 pub(crate) async fn compile(engine: &'static Engine, bytes: Vec<u8>) -> Result<Module, LoadError> {

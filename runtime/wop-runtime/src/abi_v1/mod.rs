@@ -37,36 +37,23 @@ mod loader;
 pub use host::PairEncoding;
 pub use invoke::AbiExports;
 
-use crate::capability::{Capability, effective};
-use crate::classify::{Classified, Fault, classify};
-use crate::error::{ErrorCode, FailureSource, LoadError, NodeError};
-use crate::events::Event;
-use crate::invoke::{InvocationReport, InvokeRequest, Outcome};
-use crate::limits::Limits;
-use crate::manifest::{Language, Manifest, NodeDecl, RuntimeDecl, WopBlock};
-use crate::pack::Inspection;
-use crate::policy::Policy;
-use crate::replay::Seed;
-use crate::runtime::{PackSummary, Runtime};
 use invoke::{CoreCall, CoreReturned, Linked, Setup, execute};
 use loader::Mode;
-use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, RwLock};
+use wop_core::capability::{Capability, effective};
+use wop_core::error::{ErrorCode, LoadError, NodeError};
+use wop_core::events::Event;
+use wop_core::limits::Limits;
+use wop_core::manifest::{Language, Manifest, NodeDecl, RuntimeDecl, WopBlock};
+use wop_core::model::{InvocationReport, InvokeRequest, Outcome};
+use wop_core::pack::Inspection;
+use wop_core::policy::Policy;
+use wop_core::replay::Seed;
 
-/// The ABI versions this runtime runs.
-pub const SUPPORTED_ABI_VERSIONS: [i64; 1] = [1];
-
-/// [`SUPPORTED_ABI_VERSIONS`] as a list (for errors and documents).
-pub fn supported_versions() -> Vec<u32> {
-    SUPPORTED_ABI_VERSIONS
-        .iter()
-        .filter_map(|v| u32::try_from(*v).ok())
-        .collect()
-}
+pub use wop_core::abi::{SUPPORTED_ABI_VERSIONS, supported_versions};
 
 /// Largest bare `.wasm` accepted (as a pack entry).
 const MAX_MODULE_BYTES: u64 = 256 << 20;
@@ -122,7 +109,7 @@ fn read_source(path: &Path) -> Result<Source, LoadError> {
             sha256,
         });
     }
-    let (manifest, bytes, sha256) = crate::pack::read_pack(path)?;
+    let (manifest, bytes, sha256) = wop_core::pack::read_pack(path)?;
     if manifest.runtime.language != Language::Wasm {
         return Err(LoadError::Unsupported(
             "not a `wasm` (ABI v1) pack".to_owned(),
@@ -142,9 +129,9 @@ struct Resolved {
     granted: Vec<Capability>,
     effective: BTreeSet<Capability>,
     limits: Limits,
-    clamps: Vec<crate::limits::Clamp>,
+    clamps: Vec<wop_core::limits::Clamp>,
     /// Shown by `wop inspect`; ABI v1 has no fetch import, so it is unused.
-    egress: crate::pack::EgressView,
+    egress: wop_core::pack::EgressView,
 }
 
 fn resolve(policy: &Policy, src: &Source, path: &Path) -> Resolved {
@@ -163,7 +150,7 @@ fn resolve(policy: &Policy, src: &Source, path: &Path) -> Resolved {
             &src.sha256,
         ),
     };
-    let r = crate::pack::resolve(policy, &manifest);
+    let r = wop_core::pack::resolve(policy, &manifest);
     if bare {
         // No manifest, no request: the base capabilities and the ceilings.
         return Resolved {
@@ -216,8 +203,7 @@ fn bare_manifest(name: &str, ids: &[String], path: &Path, sha256: &str) -> Manif
 }
 
 fn code_of(code: &str) -> ErrorCode {
-    serde_json::from_value(Value::String(code.to_owned()))
-        .unwrap_or(ErrorCode::SandboxInvocationError)
+    ErrorCode::parse(code).unwrap_or(ErrorCode::SandboxInvocationError)
 }
 
 /// Everything up to (not including) running code.
@@ -285,6 +271,7 @@ async fn identify(
             resume: None,
             instantiations,
             binding: Default::default(),
+            breakdown: false,
         },
         CoreCall::Identify,
     )
@@ -346,7 +333,7 @@ fn reconcile(
         ));
     }
     if bare {
-        if !crate::manifest::valid_name(name) {
+        if !wop_core::manifest::valid_name(name) {
             return Err(LoadError::validation(
                 "openwop_pack_name",
                 format!("`{name}` must be lowercase letters, digits and `-._@/`"),
@@ -451,25 +438,14 @@ pub(crate) async fn inspect(path: &Path, policy: &Policy) -> Result<Inspection, 
 }
 
 impl CoreModulePack {
-    /// The pack summary.
-    pub(crate) fn summary(&self) -> PackSummary {
-        let m = &self.inspection.manifest;
-        PackSummary {
-            name: m.name.clone(),
-            version: m.version.clone(),
-            type_ids: self.nodes.keys().cloned().collect(),
-            capabilities: self.inspection.effective.clone(),
-            limits: self.inspection.limits,
-        }
-    }
-
     /// Runs one node invocation in a fresh sandbox.
     pub(crate) async fn invoke(
         &self,
         req: &InvokeRequest,
         instantiations: &AtomicU64,
         limits: Limits,
-        binding: crate::invoke::Binding,
+        binding: wop_core::admission::Binding,
+        breakdown: bool,
     ) -> InvocationReport {
         let m = &self.inspection.manifest;
         let index = self.nodes.get(&req.type_id).copied().unwrap_or(0);
@@ -509,6 +485,7 @@ impl CoreModulePack {
                 resume: req.resume.clone(),
                 instantiations: Some(instantiations),
                 binding,
+                breakdown,
             },
             CoreCall::Invoke {
                 index,
@@ -527,15 +504,20 @@ impl CoreModulePack {
         let mut events = exec.events;
         let outcome = match exec.result {
             Ok(CoreReturned::Response(bytes)) => {
-                match interpret(&bytes, &limits, &req.context.node_id, &mut usage) {
-                    Ok(o) => Ok(o),
-                    Err(c) => {
-                        if let Some(b) = c.breach {
-                            events.push(b);
-                        }
-                        Err(c.error)
-                    }
-                }
+                // Suspending needs the `interrupt` grant (as the host call does).
+                let may_suspend = self.inspection.effective.contains(&Capability::Interrupt);
+                let (r, size) = wop_core::outcome::interpret(
+                    wop_core::outcome::PackReturn::Envelope(bytes),
+                    limits.output_bytes,
+                    may_suspend,
+                    &exec.verdicts,
+                    &req.context.node_id,
+                );
+                usage.output_bytes = size;
+                r.map_err(|c| {
+                    events.extend(c.breach);
+                    c.error
+                })
             }
             Ok(CoreReturned::Suspended(interrupt)) => Ok(Outcome::Suspended { interrupt }),
             Ok(_) => Err(NodeError::runtime(
@@ -549,223 +531,6 @@ impl CoreModulePack {
             outcome,
             events,
             usage,
-        }
-    }
-}
-
-fn bad_response(node_id: &str, message: String) -> Box<Classified> {
-    Box::new(classify(
-        &Fault::Trap {
-            kind: "invalid-response".to_owned(),
-            message,
-        },
-        node_id,
-    ))
-}
-
-/// Turns the response bytes into the node's outcome (pure).
-fn interpret(
-    bytes: &[u8],
-    limits: &Limits,
-    node_id: &str,
-    usage: &mut crate::invoke::Usage,
-) -> Result<Outcome, Box<Classified>> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| bad_response(node_id, "the response is not valid UTF-8".to_owned()))?;
-    let v: Value = serde_json::from_str(text)
-        .map_err(|e| bad_response(node_id, format!("the response is not valid JSON: {e}")))?;
-    let field = |k: &str| {
-        v.get(k).cloned().ok_or_else(|| {
-            bad_response(
-                node_id,
-                format!("a `{}` response must have `{k}`", v["outcome"]),
-            )
-        })
-    };
-    let (value, completed) = match v.get("outcome").and_then(Value::as_str) {
-        Some("completed") => (field("output")?, true),
-        Some("suspended") => (field("interrupt")?, false),
-        Some("failed") => {
-            let e = v.get("error").cloned().unwrap_or(Value::Null);
-            let code = match e.get("code").and_then(Value::as_str) {
-                Some(c) if !c.is_empty() => crate::logbuf::cut(c, 128),
-                _ => "node_failed".to_owned(),
-            };
-            let message =
-                crate::logbuf::cut(e.get("message").and_then(Value::as_str).unwrap_or(""), 4096);
-            let details = e.get("details").filter(|d| !d.is_null()).cloned();
-            return Err(Box::new(Classified {
-                error: NodeError {
-                    code,
-                    message,
-                    details,
-                    source: FailureSource::Pack,
-                },
-                breach: None,
-            }));
-        }
-        _ => {
-            return Err(bad_response(
-                node_id,
-                "the response's `outcome` must be completed, suspended or failed".to_owned(),
-            ));
-        }
-    };
-    let size = value.to_string().len() as u64;
-    usage.output_bytes = size;
-    if size > limits.output_bytes {
-        return Err(Box::new(classify(
-            &Fault::HostCap {
-                kind: "output-bytes",
-                limit: limits.output_bytes,
-                observed: size,
-            },
-            node_id,
-        )));
-    }
-    Ok(if completed {
-        Outcome::Completed { output: value }
-    } else {
-        Outcome::Suspended { interrupt: value }
-    })
-}
-
-/// The registry of loaded ABI v1 packs (typeId → pack).
-#[derive(Default)]
-pub(crate) struct Registry {
-    packs: RwLock<BTreeMap<String, Arc<CoreModulePack>>>,
-}
-
-impl Registry {
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<CoreModulePack>>> {
-        match self.packs.read() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
-    }
-
-    /// The pack implementing `type_id`.
-    pub(crate) fn get(&self, type_id: &str) -> Option<Arc<CoreModulePack>> {
-        self.read().get(type_id).cloned()
-    }
-
-    /// The name of the pack registering `type_id`, if any.
-    pub(crate) fn owner(&self, type_id: &str) -> Option<String> {
-        self.read()
-            .get(type_id)
-            .map(|p| p.inspection.manifest.name.clone())
-    }
-
-    /// Registers a pack's typeIds, replacing an earlier load of the same
-    /// pack. `other_owner` names a component pack holding a typeId.
-    pub(crate) fn register(
-        &self,
-        pack: CoreModulePack,
-        other_owner: impl Fn(&str) -> Option<String>,
-    ) -> Result<PackSummary, LoadError> {
-        let summary = pack.summary();
-        let mut packs = match self.packs.write() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        for t in &summary.type_ids {
-            let owner = other_owner(t).or_else(|| {
-                packs
-                    .get(t)
-                    .map(|p| p.inspection.manifest.name.clone())
-                    .filter(|n| *n != summary.name)
-            });
-            if let Some(owner) = owner {
-                return Err(LoadError::validation(
-                    "$.nodes",
-                    format!("typeId `{t}` is already registered by pack `{owner}`"),
-                ));
-            }
-        }
-        packs.retain(|_, p| p.inspection.manifest.name != summary.name);
-        let pack = Arc::new(pack);
-        for t in &summary.type_ids {
-            packs.insert(t.clone(), pack.clone());
-        }
-        Ok(summary)
-    }
-
-    /// Summaries of the loaded packs.
-    pub(crate) fn summaries(&self) -> Vec<PackSummary> {
-        let mut seen = BTreeSet::new();
-        self.read()
-            .values()
-            .filter(|p| seen.insert(p.inspection.manifest.name.clone()))
-            .map(|p| p.summary())
-            .collect()
-    }
-}
-
-/// The runtime's capability document (RFC 0008 §H, RFC 0035 §A).
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CapabilityDocument {
-    /// `nodePackRuntimes`: `wasm` (ABI v1) and `wasmComponent`.
-    pub node_pack_runtimes: Value,
-    /// `sandbox`: the isolation contract.
-    pub sandbox: Value,
-}
-
-impl Runtime {
-    /// The capability document: which pack runtimes this runtime runs,
-    /// with what limits, which packs are loaded, and the sandbox contract.
-    pub fn capabilities(&self) -> CapabilityDocument {
-        let limits = self.policy().limits();
-        let core: BTreeSet<String> = self
-            .core_packs()
-            .summaries()
-            .into_iter()
-            .map(|s| s.name)
-            .collect();
-        let components: Vec<String> = self
-            .packs()
-            .into_iter()
-            .map(|s| s.name)
-            .filter(|n| !core.contains(n))
-            .collect();
-        let mut allowed: Vec<String> =
-            imports::granted_names(&Capability::BASE.into_iter().collect())
-                .into_iter()
-                .collect();
-        allowed.extend(
-            Capability::BASE
-                .iter()
-                .map(|c| format!("{}/{}", crate::capability::OPENWOP_PACKAGE, c.as_str())),
-        );
-        allowed.sort();
-        CapabilityDocument {
-            node_pack_runtimes: json!({
-                "wasm": {
-                    "supported": true,
-                    "abiVersions": supported_versions(),
-                    "engine": "wasmtime",
-                    "engineVersion": "48.0.8",
-                    "maxMemoryBytes": limits.memory_bytes,
-                    "maxExecutionMs": limits.wall_clock_ms,
-                    "loadedPacks": core,
-                },
-                "wasmComponent": {
-                    "supported": true,
-                    "worlds": ["openwop:node-pack/node-pack@0.1.0"],
-                    "engine": "wasmtime",
-                    "engineVersion": "48.0.8",
-                    "maxMemoryBytes": limits.memory_bytes,
-                    "maxExecutionMs": limits.wall_clock_ms,
-                    "loadedPacks": components,
-                },
-            }),
-            sandbox: json!({
-                "supported": true,
-                "isolationModel": "wasm",
-                "allowedHostCalls": allowed,
-                "memoryLimitBytes": limits.memory_bytes,
-                "wallClockLimitMs": limits.wall_clock_ms,
-            }),
         }
     }
 }
@@ -938,6 +703,7 @@ pub async fn probe(wasm: &[u8], opts: &ProbeOptions) -> Result<ProbeReport, Prob
             resume: None,
             instantiations: Some(&counter),
             binding: Default::default(),
+            breakdown: false,
         },
         CoreCall::Probe {
             entry: opts.entry.clone(),
@@ -964,74 +730,6 @@ pub async fn probe(wasm: &[u8], opts: &ProbeOptions) -> Result<ProbeReport, Prob
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn lim() -> Limits {
-        Limits::default()
-    }
-
-    #[test]
-    fn responses() {
-        let mut u = crate::invoke::Usage::default();
-        let ok = interpret(
-            br#"{"outcome":"completed","output":{"a":1}}"#,
-            &lim(),
-            "n",
-            &mut u,
-        );
-        assert_eq!(
-            ok.ok(),
-            Some(Outcome::Completed {
-                output: json!({"a":1})
-            })
-        );
-        let s = interpret(
-            br#"{"outcome":"suspended","interrupt":7}"#,
-            &lim(),
-            "n",
-            &mut u,
-        );
-        assert_eq!(
-            s.ok(),
-            Some(Outcome::Suspended {
-                interrupt: json!(7)
-            })
-        );
-        let f = interpret(
-            br#"{"outcome":"failed","error":{"code":"bad_input","message":"no","details":{"x":1}}}"#,
-            &lim(),
-            "n",
-            &mut u,
-        )
-        .err()
-        .map(|c| c.error);
-        let f = f.as_ref();
-        assert_eq!(f.map(|e| e.code.as_str()), Some("bad_input"));
-        assert_eq!(f.map(|e| e.source), Some(FailureSource::Pack));
-        for bad in [
-            &b"\xff\xfe"[..],
-            b"{not json",
-            br#"{"outcome":"completed"}"#,
-            br#"{"outcome":"maybe"}"#,
-            b"[]",
-        ] {
-            let e = interpret(bad, &lim(), "n", &mut u)
-                .err()
-                .map(|c| c.error.code);
-            assert_eq!(e.as_deref(), Some("sandbox_invocation_error"), "{bad:?}");
-        }
-        let small = Limits {
-            output_bytes: 3,
-            ..lim()
-        };
-        let c = interpret(
-            br#"{"outcome":"completed","output":"long"}"#,
-            &small,
-            "n",
-            &mut u,
-        )
-        .err();
-        assert!(c.is_some_and(|c| c.breach.is_some()));
-    }
 
     #[test]
     fn wasm_manifests() {

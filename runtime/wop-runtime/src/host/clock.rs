@@ -6,6 +6,6 @@ use crate::state::HostState;
 impl Host for HostState {
     fn now_ms(&mut self) -> wasmtime::Result<u64> {
         self.count("clock");
-        Ok(self.clock.now_ms())
+        Ok(self.sb.clock.now_ms())
     }
 }

@@ -1,8 +1,8 @@
 //! `openwop:node-pack/log`: lines into the bounded invocation log.
 
 use crate::bindings::log::{Host, Level};
-use crate::events::LogLevel;
 use crate::state::{HostState, with_log};
+use wop_core::events::LogLevel;
 
 impl Host for HostState {
     fn log(
@@ -27,7 +27,7 @@ impl Host for HostState {
             None => None,
             Some(Ok(v)) if v.is_object() => Some(v),
             Some(_) => {
-                with_log(&self.log, |l| {
+                with_log(&self.sb.log, |l| {
                     l.log(
                         LogLevel::Warn,
                         "[wop] log fields dropped: they must be a JSON object",
@@ -37,7 +37,7 @@ impl Host for HostState {
                 None
             }
         };
-        with_log(&self.log, |l| l.log(level, &message, fields));
+        with_log(&self.sb.log, |l| l.log(level, &message, fields));
         Ok(())
     }
 }

@@ -6,11 +6,11 @@
 
 use crate::bindings::mcp::Host;
 use crate::bindings::types::ErrorInfo;
-use crate::capability::Capability;
-use crate::error::ErrorCode;
 use crate::host::error_info;
 use crate::state::HostState;
 use serde_json::json;
+use wop_core::capability::Capability;
+use wop_core::error::ErrorCode;
 
 fn denied(server_id: &str) -> ErrorInfo {
     error_info(

@@ -24,9 +24,22 @@ pub(crate) fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<HostS
     Ok(l)
 }
 
+/// The WIT `error-info` of a gate error.
+pub(crate) fn gate_error_info(e: wop_gate::GateError) -> types::ErrorInfo {
+    types::ErrorInfo {
+        code: e.code,
+        message: e.message,
+        details: if e.details.is_null() {
+            None
+        } else {
+            Some(e.details.to_string())
+        },
+    }
+}
+
 /// Builds an `error-info` value.
 pub(crate) fn error_info(
-    code: crate::error::ErrorCode,
+    code: wop_core::error::ErrorCode,
     message: impl Into<String>,
     details: serde_json::Value,
 ) -> types::ErrorInfo {

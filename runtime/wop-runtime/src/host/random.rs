@@ -13,7 +13,7 @@ impl Host for HostState {
             return Err(self.host_cap("random-bytes", MAX_FILL.into(), len.into()));
         }
         let mut out = vec![0u8; len as usize];
-        self.rng.fill(&mut out);
+        self.sb.rng.fill(&mut out);
         Ok(out)
     }
 }

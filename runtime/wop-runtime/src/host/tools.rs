@@ -1,26 +1,19 @@
-//! `openwop:node-pack/tools`: every call goes through [`crate::gate`].
+//! `openwop:node-pack/tools`: every call goes through the invocation's
+//! gate session. Converts; never decides.
 
 use crate::bindings::tools::{Host, SafetyTier as WitTier, ToolDescriptor as WitTool, ToolError};
-use crate::capability::Capability;
-use crate::error::ErrorCode;
-use crate::events::Transport;
-use crate::gate::{GateError, GateErrorKind};
-use crate::host::error_info;
-use crate::state::{HostState, with_log};
-use crate::tools::SafetyTier;
+use crate::host::{error_info, gate_error_info};
+use crate::state::HostState;
 use serde_json::json;
+use wop_core::capability::Capability;
+use wop_core::error::ErrorCode;
+use wop_core::tools::SafetyTier;
+use wop_gate::{GateError, GateErrorKind};
 
 fn to_wit(e: GateError) -> ToolError {
-    let info = crate::bindings::types::ErrorInfo {
-        code: e.code,
-        message: e.message,
-        details: if e.details.is_null() {
-            None
-        } else {
-            Some(e.details.to_string())
-        },
-    };
-    match e.kind {
+    let kind = e.kind;
+    let info = gate_error_info(e);
+    match kind {
         GateErrorKind::Forbidden => ToolError::Forbidden(info),
         GateErrorKind::NotFound => ToolError::NotFound(info),
         GateErrorKind::RateLimited => ToolError::RateLimited(info),
@@ -43,7 +36,7 @@ impl Host for HostState {
             tool_id.len() + arguments.len() + idempotency_key.as_ref().map_or(0, String::len),
         )?;
         self.loop_tick()?;
-        self.meter.target(&tool_id);
+        self.sb.meter.target(&tool_id);
         let args: serde_json::Value = match serde_json::from_str(&arguments) {
             Ok(v) => v,
             Err(e) => {
@@ -54,33 +47,19 @@ impl Host for HostState {
                 ))));
             }
         };
-        let site = self.call_site(Transport::Native);
-        let gate = self.gate.clone();
-        let mut events = Vec::new();
-        let mut counters = self.counters;
-        let r = gate
-            .call(
-                &site,
-                &mut counters,
-                &tool_id,
-                args,
-                idempotency_key.as_deref(),
-                &mut events,
-            )
+        let r = self
+            .session
+            .call(&tool_id, args, idempotency_key.as_deref())
             .await;
-        self.counters = counters;
-        self.meter.absorb(&events);
-        with_log(&self.log, |l| events.into_iter().for_each(|e| l.record(e)));
         Ok(r.map(|v| v.to_string()).map_err(to_wit))
     }
 
     async fn list(&mut self) -> wasmtime::Result<Vec<WitTool>> {
         self.count("tools");
         self.require(Capability::Tools)?;
-        let site = self.call_site(Transport::Native);
         Ok(self
-            .gate
-            .list_for(&site)
+            .session
+            .list()
             .into_iter()
             .map(|d| WitTool {
                 tool_id: d.tool_id,

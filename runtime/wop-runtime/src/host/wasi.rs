@@ -6,9 +6,6 @@
 //! a pack importing them is refused at load, and even if that check were
 //! bypassed instantiation would fail for lack of the import.
 
-use crate::events::LogStream;
-use crate::policy::FsGrant;
-use crate::replay::{ReplayRng, Seed};
 use crate::state::{CapturedStdio, HostState, SharedLog};
 use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime_wasi::cli::{WasiCli, WasiCliView};
@@ -17,6 +14,9 @@ use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings as b;
 use wasmtime_wasi::random::WasiRandom;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
+use wop_core::events::LogStream;
+use wop_core::policy::FsGrant;
+use wop_core::replay::{ReplayRng, Seed};
 
 /// Where a granted directory appears inside the pack.
 pub const GUEST_DATA_DIR: &str = "/data";

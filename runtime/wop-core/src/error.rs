@@ -1,0 +1,382 @@
+//! Protocol error codes and the typed errors of the runtime.
+//!
+//! Every failure a caller can see carries an OpenWOP error code
+//! ([`ErrorCode`]) so hosts can act on it without parsing messages.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// OpenWOP error codes the runtime emits (exact protocol strings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The pack touched a host facility outside its sandbox (detected before it ran).
+    SandboxEscapeAttempt,
+    /// The pack imports or calls a host capability that was not granted.
+    SandboxCapabilityDenied,
+    /// Linear memory (or a table) grew past the cap, or an out-of-bounds access.
+    SandboxMemoryExceeded,
+    /// Fuel or wall clock ran out.
+    SandboxTimeout,
+    /// Anything else that went wrong inside the sandbox.
+    SandboxInvocationError,
+    /// The manifest or the pack layout is invalid.
+    PackValidationFailed,
+    /// The entry's sha256 does not match the manifest.
+    PackIntegrityMismatch,
+    /// The pack's signature is invalid.
+    PackSignatureInvalid,
+    /// The pack's runtime language or format is not supported here.
+    UnsupportedRuntime,
+    /// A WASM ABI v1 core module reports an ABI version this runtime does
+    /// not support (RFC 0008).
+    UnsupportedAbiVersion,
+    /// Authorization denied.
+    Forbidden,
+    /// No such thing for this caller.
+    NotFound,
+    /// Too many calls; retry later.
+    RateLimited,
+    /// Malformed input.
+    ValidationError,
+    /// Egress refused by policy or the SSRF guard.
+    EgressDenied,
+    /// A run budget would be exceeded.
+    BudgetExhausted,
+    /// The pack's own agent loop ran too many rounds.
+    LoopLimitExceeded,
+    /// The run's wall clock ran out.
+    RunTimeout,
+    /// A bug or an unexpected condition in the host.
+    InternalError,
+    /// The same idempotency key was used with different arguments.
+    IdempotencyKeyMismatch,
+    /// Another execution is performing this effect right now.
+    IdempotencyInFlight,
+    /// A tool's result is larger than the cap.
+    ToolResultTooLarge,
+    /// An effect was sent but never answered; it is not re-fired automatically.
+    EffectOutcomeUnknown,
+    /// Node-pack tools nested deeper than `effects.maxToolDepth`.
+    ToolDepthExceeded,
+    /// An upstream service failed or did not answer (retryable).
+    UpstreamUnavailable,
+    /// An MCP server answered with a JSON-RPC error.
+    McpError,
+    /// No protocol revision in common with a peer.
+    InteropVersionUnsupported,
+    /// A node failed with a code of its own (the default for pack errors).
+    NodeFailed,
+}
+
+impl ErrorCode {
+    /// The protocol string, e.g. `sandbox_timeout`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SandboxEscapeAttempt => "sandbox_escape_attempt",
+            Self::SandboxCapabilityDenied => "sandbox_capability_denied",
+            Self::SandboxMemoryExceeded => "sandbox_memory_exceeded",
+            Self::SandboxTimeout => "sandbox_timeout",
+            Self::SandboxInvocationError => "sandbox_invocation_error",
+            Self::PackValidationFailed => "pack_validation_failed",
+            Self::PackIntegrityMismatch => "pack_integrity_mismatch",
+            Self::PackSignatureInvalid => "pack_signature_invalid",
+            Self::UnsupportedRuntime => "unsupported_runtime",
+            Self::UnsupportedAbiVersion => "unsupported_abi_version",
+            Self::Forbidden => "forbidden",
+            Self::NotFound => "not_found",
+            Self::RateLimited => "rate_limited",
+            Self::ValidationError => "validation_error",
+            Self::EgressDenied => "egress_denied",
+            Self::BudgetExhausted => "budget_exhausted",
+            Self::LoopLimitExceeded => "loop_limit_exceeded",
+            Self::RunTimeout => "run_timeout",
+            Self::InternalError => "internal_error",
+            Self::IdempotencyKeyMismatch => "idempotency_key_mismatch",
+            Self::IdempotencyInFlight => "idempotency_in_flight",
+            Self::ToolResultTooLarge => "tool_result_too_large",
+            Self::EffectOutcomeUnknown => "effect_outcome_unknown",
+            Self::ToolDepthExceeded => "tool_depth_exceeded",
+            Self::UpstreamUnavailable => "upstream_unavailable",
+            Self::McpError => "mcp_error",
+            Self::InteropVersionUnsupported => "interop_version_unsupported",
+            Self::NodeFailed => "node_failed",
+        }
+    }
+
+    /// Every code, in declaration order (for tables and documents).
+    pub const ALL: [ErrorCode; 28] = [
+        Self::SandboxEscapeAttempt,
+        Self::SandboxCapabilityDenied,
+        Self::SandboxMemoryExceeded,
+        Self::SandboxTimeout,
+        Self::SandboxInvocationError,
+        Self::PackValidationFailed,
+        Self::PackIntegrityMismatch,
+        Self::PackSignatureInvalid,
+        Self::UnsupportedRuntime,
+        Self::UnsupportedAbiVersion,
+        Self::Forbidden,
+        Self::NotFound,
+        Self::RateLimited,
+        Self::ValidationError,
+        Self::EgressDenied,
+        Self::BudgetExhausted,
+        Self::LoopLimitExceeded,
+        Self::RunTimeout,
+        Self::InternalError,
+        Self::IdempotencyKeyMismatch,
+        Self::IdempotencyInFlight,
+        Self::ToolResultTooLarge,
+        Self::EffectOutcomeUnknown,
+        Self::ToolDepthExceeded,
+        Self::UpstreamUnavailable,
+        Self::McpError,
+        Self::InteropVersionUnsupported,
+        Self::NodeFailed,
+    ];
+
+    /// The code for a protocol string, if it is one of ours.
+    pub fn parse(code: &str) -> Option<ErrorCode> {
+        Self::ALL.into_iter().find(|c| c.as_str() == code)
+    }
+
+    /// Codes only the runtime may give as a verdict about a sandbox, a
+    /// pack or a run's limits. A pack returning one of these is rewritten
+    /// (see [`crate::outcome`]) so a host never mistakes it for ours.
+    pub fn is_reserved(self) -> bool {
+        matches!(
+            self,
+            Self::SandboxEscapeAttempt
+                | Self::SandboxCapabilityDenied
+                | Self::SandboxMemoryExceeded
+                | Self::SandboxTimeout
+                | Self::SandboxInvocationError
+                | Self::PackValidationFailed
+                | Self::PackIntegrityMismatch
+                | Self::PackSignatureInvalid
+                | Self::UnsupportedRuntime
+                | Self::UnsupportedAbiVersion
+                | Self::BudgetExhausted
+                | Self::LoopLimitExceeded
+                | Self::RunTimeout
+                | Self::InternalError
+        )
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who decided that a node failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureSource {
+    /// The pack returned this error itself; `code` is the pack's own string.
+    Pack,
+    /// The runtime classified the failure (a limit, a trap, a denial).
+    Runtime,
+}
+
+/// A node failure as reported to the host: a protocol error plus who raised it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeError {
+    /// OpenWOP error code; for [`FailureSource::Pack`] the pack's own string.
+    pub code: String,
+    /// A message for people.
+    pub message: String,
+    /// Machine-readable details (a JSON object), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    /// Whether the pack or the runtime raised this error.
+    pub source: FailureSource,
+}
+
+impl NodeError {
+    /// A runtime-classified error with `details` built from key/value pairs.
+    pub fn runtime(
+        code: ErrorCode,
+        message: impl Into<String>,
+        details: Map<String, Value>,
+    ) -> Self {
+        Self {
+            code: code.as_str().to_owned(),
+            message: message.into(),
+            details: if details.is_empty() {
+                None
+            } else {
+                Some(Value::Object(details))
+            },
+            source: FailureSource::Runtime,
+        }
+    }
+
+    /// The value of `details[key]`, if present.
+    pub fn detail(&self, key: &str) -> Option<&Value> {
+        self.details.as_ref()?.get(key)
+    }
+}
+
+impl std::fmt::Display for NodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for NodeError {}
+
+/// Builds a `details` map: `details!{"cause" => "fuel", "limit" => 10}`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! details {
+    ($($k:expr => $v:expr),* $(,)?) => {{
+        #[allow(unused_mut)]
+        let mut m = ::serde_json::Map::new();
+        $( m.insert(($k).to_string(), ::serde_json::json!($v)); )*
+        m
+    }};
+}
+
+/// Why a pack could not be loaded. Each variant maps to one protocol code.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The manifest or layout is invalid; `path` is the JSON path (or file) at fault.
+    #[error("pack_validation_failed at {path}: {message}")]
+    Validation {
+        /// JSON path of the offending field (e.g. `$.nodes[0].typeId`), or a file name.
+        path: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// The entry's sha256 does not match `x-wop.sha256`.
+    #[error("pack_integrity_mismatch: {entry} has sha256 {actual}, the manifest says {expected}")]
+    Integrity {
+        /// The entry file.
+        entry: String,
+        /// The digest in the manifest.
+        expected: String,
+        /// The digest of the file on disk.
+        actual: String,
+    },
+    /// The runtime language/format is not supported.
+    #[error("unsupported_runtime: {0}")]
+    Unsupported(String),
+    /// The pack imports a host facility that would escape the sandbox.
+    #[error(
+        "sandbox_escape_attempt ({kind}): the pack imports `{import}`, which is never granted to packs"
+    )]
+    Escape {
+        /// `host-fs-escape`, `host-env-leak`, `network-escape` or `host-process-escape`.
+        kind: &'static str,
+        /// The import name.
+        import: String,
+    },
+    /// The pack imports a capability that was not granted.
+    #[error("sandbox_capability_denied: the pack imports `{import}`{}", grant_hint(.grant))]
+    CapabilityDenied {
+        /// The import name.
+        import: String,
+        /// The grant that would allow it, if there is one.
+        grant: Option<String>,
+    },
+    /// The compiled component is not a valid pack (bad wasm, missing exports,
+    /// or `describe()` failed).
+    #[error("{code}: {message}")]
+    Component {
+        /// Protocol code (`pack_validation_failed` or a sandbox code from describe()).
+        code: ErrorCode,
+        /// What went wrong.
+        message: String,
+    },
+    /// Host-side I/O failed (cache directory, pack directory).
+    #[error("internal_error: {0}")]
+    Io(String),
+    /// A core module's `openwop_abi_version()` is not a supported version.
+    #[error(
+        "unsupported_abi_version: the module reports WASM ABI version {version}; this runtime supports {supported:?}"
+    )]
+    AbiVersion {
+        /// What `openwop_abi_version()` returned.
+        version: i64,
+        /// The versions this runtime supports.
+        supported: Vec<u32>,
+    },
+}
+
+fn grant_hint(grant: &Option<String>) -> String {
+    match grant {
+        Some(g) => format!(
+            " but the operator did not grant `{g}` to this pack (request it in pack.json `x-wop.capabilities` and grant it in the policy under [packs.<name>] capabilities)"
+        ),
+        None => " which this runtime does not provide to packs".to_owned(),
+    }
+}
+
+impl LoadError {
+    /// The protocol code of this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::Validation { .. } => ErrorCode::PackValidationFailed,
+            Self::Integrity { .. } => ErrorCode::PackIntegrityMismatch,
+            Self::Unsupported(_) => ErrorCode::UnsupportedRuntime,
+            Self::Escape { .. } => ErrorCode::SandboxEscapeAttempt,
+            Self::CapabilityDenied { .. } => ErrorCode::SandboxCapabilityDenied,
+            Self::Component { code, .. } => *code,
+            Self::Io(_) => ErrorCode::InternalError,
+            Self::AbiVersion { .. } => ErrorCode::UnsupportedAbiVersion,
+        }
+    }
+
+    /// Protocol `details` for this error.
+    pub fn details(&self) -> Map<String, Value> {
+        match self {
+            Self::Validation { path, .. } => crate::details! {"path" => path},
+            Self::Integrity {
+                entry,
+                expected,
+                actual,
+            } => crate::details! {"entry" => entry, "expected" => expected, "actual" => actual},
+            Self::Escape { kind, import } => {
+                crate::details! {"escapeKind" => kind, "import" => import}
+            }
+            Self::CapabilityDenied { import, .. } => {
+                crate::details! {"requestedCapability" => import}
+            }
+            Self::AbiVersion { version, supported } => {
+                crate::details! {"abiVersion" => version, "supportedAbiVersions" => supported}
+            }
+            Self::Unsupported(_) | Self::Component { .. } | Self::Io(_) => Map::new(),
+        }
+    }
+
+    /// This error as a runtime-sourced [`NodeError`].
+    pub fn to_node_error(&self) -> NodeError {
+        NodeError::runtime(self.code(), self.to_string(), self.details())
+    }
+
+    /// A validation error at `path` (a JSON path or a file).
+    pub fn validation(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Validation {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Errors building a [`crate::Runtime`] or reading a policy.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The policy file is invalid; the message names the field.
+    #[error("invalid policy: {0}")]
+    Policy(String),
+    /// The engine could not be created.
+    #[error("cannot create the wasm engine: {0}")]
+    Engine(String),
+    /// An I/O error (cache directory, policy file).
+    #[error("{0}")]
+    Io(String),
+}

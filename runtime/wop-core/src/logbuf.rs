@@ -1,0 +1,262 @@
+//! Bounded capture of everything a pack logs or prints. Pure.
+//!
+//! Lines from the `log` interface and from WASI stdout/stderr become
+//! `log.appended` events. The total kept is capped per invocation; past
+//! the cap lines are dropped and counted, and one marker event at the end
+//! says how much was dropped. A single line longer than the line cap is cut
+//! with a marker. A partial line (no newline yet) is bounded the same way.
+
+use crate::events::{Event, LogLevel, LogStream};
+use serde_json::Value;
+
+/// Most events kept per invocation.
+pub const MAX_EVENTS: usize = 10_000;
+
+/// Appended to a line cut at the line cap.
+pub const CUT_MARKER: &str = " …[truncated]";
+
+/// The log of one invocation.
+#[derive(Debug)]
+pub struct LogBuffer {
+    total_cap: usize,
+    line_cap: usize,
+    kept: usize,
+    dropped_bytes: u64,
+    dropped_lines: u64,
+    dropped_events: u64,
+    events: Vec<Event>,
+    stdout: Partial,
+    stderr: Partial,
+}
+
+#[derive(Debug, Default)]
+struct Partial {
+    buf: Vec<u8>,
+    /// The current line already overflowed the line cap: discard until `\n`.
+    overflowed: bool,
+}
+
+impl LogBuffer {
+    /// A buffer keeping at most `total_cap` bytes of messages, each at most
+    /// `line_cap` bytes.
+    pub fn new(total_cap: usize, line_cap: usize) -> Self {
+        Self {
+            total_cap,
+            line_cap: line_cap.max(1),
+            kept: 0,
+            dropped_bytes: 0,
+            dropped_lines: 0,
+            dropped_events: 0,
+            events: Vec::new(),
+            stdout: Partial::default(),
+            stderr: Partial::default(),
+        }
+    }
+
+    /// Bytes of message text kept so far.
+    pub fn kept_bytes(&self) -> usize {
+        self.kept
+    }
+
+    /// Bytes dropped past the total cap.
+    pub fn dropped_bytes(&self) -> u64 {
+        self.dropped_bytes
+    }
+
+    /// Records a non-log event (tool calls, ...) in order with the log
+    /// lines. At most [`MAX_EVENTS`] are kept; the rest are counted.
+    pub fn record(&mut self, event: Event) {
+        if self.events.len() >= MAX_EVENTS {
+            self.dropped_events += 1;
+            return;
+        }
+        self.events.push(event);
+    }
+
+    /// Records one line from the `log` interface.
+    pub fn log(&mut self, level: LogLevel, message: &str, fields: Option<Value>) {
+        let message = cut(message, self.line_cap);
+        self.push(level, message, fields, LogStream::Log);
+    }
+
+    /// Feeds raw bytes written to stdout or stderr.
+    pub fn write(&mut self, stream: LogStream, bytes: &[u8]) {
+        let line_cap = self.line_cap;
+        let mut complete = Vec::new();
+        {
+            let part = match stream {
+                LogStream::Stderr => &mut self.stderr,
+                _ => &mut self.stdout,
+            };
+            for &b in bytes {
+                if b == b'\n' {
+                    if !part.overflowed {
+                        complete.push((std::mem::take(&mut part.buf), false));
+                    }
+                    part.overflowed = false;
+                } else if part.overflowed {
+                    // The rest of an over-long line: discarded.
+                } else if part.buf.len() < line_cap {
+                    part.buf.push(b);
+                } else {
+                    part.overflowed = true;
+                    complete.push((std::mem::take(&mut part.buf), true));
+                }
+            }
+        }
+        for (line, cut_off) in complete {
+            self.push_raw(stream, &line, cut_off);
+        }
+    }
+
+    fn push_raw(&mut self, stream: LogStream, line: &[u8], cut_off: bool) {
+        let mut text = String::from_utf8_lossy(line).into_owned();
+        if text.ends_with('\r') {
+            text.pop();
+        }
+        if cut_off {
+            text.push_str(CUT_MARKER);
+        }
+        let level = if stream == LogStream::Stderr {
+            LogLevel::Warn
+        } else {
+            LogLevel::Info
+        };
+        self.push(level, text, None, stream);
+    }
+
+    fn push(&mut self, level: LogLevel, message: String, fields: Option<Value>, stream: LogStream) {
+        let size = message.len() + fields.as_ref().map_or(0, |f| f.to_string().len());
+        // Once the cap is reached everything after is dropped, so the kept
+        // log is a prefix of what the pack wrote.
+        if self.dropped_lines > 0
+            || self.kept + size > self.total_cap
+            || self.events.len() >= MAX_EVENTS
+        {
+            self.dropped_bytes += size as u64;
+            self.dropped_lines += 1;
+            return;
+        }
+        self.kept += size;
+        self.events.push(Event::LogAppended {
+            level,
+            message,
+            fields,
+            stream,
+        });
+    }
+
+    /// Flushes partial lines and returns the events, with the truncation
+    /// marker last if anything was dropped.
+    pub fn finish(mut self) -> Vec<Event> {
+        for stream in [LogStream::Stdout, LogStream::Stderr] {
+            let part = match stream {
+                LogStream::Stderr => std::mem::take(&mut self.stderr),
+                _ => std::mem::take(&mut self.stdout),
+            };
+            if !part.buf.is_empty() {
+                self.push_raw(stream, &part.buf, part.overflowed);
+            }
+        }
+        if self.dropped_events > 0 {
+            self.events.push(Event::LogAppended {
+                level: LogLevel::Warn,
+                message: format!(
+                    "[wop] {} event(s) dropped past the {MAX_EVENTS}-event cap",
+                    self.dropped_events
+                ),
+                fields: None,
+                stream: LogStream::Runtime,
+            });
+        }
+        if self.dropped_lines > 0 {
+            self.events.push(Event::LogAppended {
+                level: LogLevel::Warn,
+                message: format!(
+                    "[wop] log truncated: {} line(s), {} byte(s) dropped past the {}-byte log cap (policy limits.logBytes)",
+                    self.dropped_lines, self.dropped_bytes, self.total_cap
+                ),
+                fields: None,
+                stream: LogStream::Runtime,
+            });
+        }
+        self.events
+    }
+}
+
+/// Cuts `s` to at most `cap` bytes on a char boundary, adding the marker.
+pub fn cut(s: &str, cap: usize) -> String {
+    if s.len() <= cap {
+        return s.to_owned();
+    }
+    let mut end = cap;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{CUT_MARKER}", &s[..end])
+}
+
+/// The log buffer shared between the `log` interface, WASI stdio and the
+/// gate session's audit events (one invocation's, bounded).
+pub type SharedLog = std::sync::Arc<std::sync::Mutex<LogBuffer>>;
+
+/// Runs `f` on the shared buffer (a poisoned lock is taken over: the
+/// buffer holds plain data).
+pub fn with_log<R>(log: &SharedLog, f: impl FnOnce(&mut LogBuffer) -> R) -> R {
+    let mut g = match log.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    };
+    f(&mut g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn messages(events: &[Event]) -> Vec<String> {
+        events
+            .iter()
+            .map(|e| match e {
+                Event::LogAppended { message, .. } => message.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn lines_split_across_writes_and_streams() {
+        let mut b = LogBuffer::new(1000, 100);
+        b.write(LogStream::Stdout, b"hel");
+        b.write(LogStream::Stderr, b"err\n");
+        b.write(LogStream::Stdout, b"lo\r\nworld");
+        let ev = b.finish();
+        assert_eq!(messages(&ev), vec!["err", "hello", "world"]);
+    }
+
+    #[test]
+    fn long_line_is_cut_once() {
+        let mut b = LogBuffer::new(1000, 4);
+        b.write(LogStream::Stdout, b"abcdefghij\nxy\n");
+        assert_eq!(
+            messages(&b.finish()),
+            vec![format!("abcd{CUT_MARKER}"), "xy".to_owned()]
+        );
+        assert_eq!(cut("ééé", 3), format!("é{CUT_MARKER}"));
+    }
+
+    #[test]
+    fn total_cap_drops_and_marks() {
+        let mut b = LogBuffer::new(10, 100);
+        for _ in 0..5 {
+            b.write(LogStream::Stdout, b"1234\n");
+        }
+        b.log(LogLevel::Info, "x", None);
+        let ev = b.finish();
+        let m = messages(&ev);
+        assert_eq!(m.len(), 3, "{m:?}");
+        assert_eq!(m[0], "1234");
+        assert_eq!(m[1], "1234");
+        assert!(m[2].contains("4 line(s), 13 byte(s) dropped"), "{m:?}");
+    }
+}

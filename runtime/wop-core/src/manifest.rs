@@ -1,0 +1,449 @@
+//! `pack.json`: the OpenWOP node-pack manifest plus our `x-wop` block.
+//! Parsing and validation are pure; every error names the JSON path of the
+//! offending field.
+
+use crate::capability::Capability;
+use crate::error::LoadError;
+use crate::limits::LimitRequest;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+/// The vendor hatch key that holds `wop`'s own manifest block.
+pub const VENDOR_KEY: &str = "x-wop";
+
+/// A validated manifest.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Manifest {
+    /// Pack name (unique per runtime).
+    pub name: String,
+    /// Pack version.
+    pub version: String,
+    /// `engines.openwop` range.
+    pub openwop: String,
+    /// The node types the pack implements.
+    pub nodes: Vec<NodeDecl>,
+    /// `runtime`.
+    pub runtime: RuntimeDecl,
+    /// Our block (`x-wop`).
+    pub wop: WopBlock,
+}
+
+/// One entry of `nodes[]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeDecl {
+    /// The node type id, unique within the pack.
+    pub type_id: String,
+    /// The node type's version.
+    pub version: String,
+    /// Protocol category (free text here).
+    pub category: String,
+    /// Protocol role (free text here).
+    pub role: String,
+}
+
+/// The runtime language of a pack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Language {
+    /// A WebAssembly component against `openwop:node-pack`.
+    WasmComponent,
+    /// A core module following the WASM ABI v1.
+    Wasm,
+}
+
+/// `runtime`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeDecl {
+    /// `runtime.language`.
+    pub language: Language,
+    /// `runtime.entry`: a relative path inside the pack directory.
+    pub entry: String,
+}
+
+/// `x-wop`: integrity, requested capabilities and limits.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WopBlock {
+    /// Lowercase hex sha256 of the entry file.
+    pub sha256: String,
+    /// Capabilities the pack requests beyond the base set.
+    #[serde(default)]
+    pub capabilities: Vec<Capability>,
+    /// Tool ids the pack intends to call.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Limit requests (clamped to the operator's ceilings).
+    #[serde(default)]
+    pub limits: LimitRequest,
+    /// Destinations the pack asks to reach with safe-fetch, as
+    /// `[scheme://]host[:port]` patterns (see [`crate::egress::allow`]).
+    /// Only those the operator also grants are reachable.
+    #[serde(default)]
+    pub egress: Vec<String>,
+}
+
+fn err(path: impl Into<String>, message: impl Into<String>) -> LoadError {
+    LoadError::validation(path, message)
+}
+
+fn req_str<'a>(v: &'a Value, key: &str, path: &str) -> Result<&'a str, LoadError> {
+    let p = format!("{path}.{key}");
+    match v.get(key) {
+        None => Err(err(p, "is required")),
+        Some(Value::String(s)) if s.trim().is_empty() => Err(err(p, "must not be empty")),
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(err(p, "must be a string")),
+    }
+}
+
+/// Whether `s` is a valid pack name (lowercase letters, digits, `-._@/`).
+pub fn valid_name(s: &str) -> bool {
+    s.len() <= 214
+        && s.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '@')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-._@/".contains(c))
+}
+
+fn valid_version(s: &str) -> bool {
+    let core = s.split(['-', '+']).next().unwrap_or("");
+    let parts: Vec<&str> = core.split('.').collect();
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// Checks that a manifest path stays inside the pack directory, lexically.
+/// (Symlinks are handled by opening through a `cap-std` `Dir`.)
+pub fn check_relative_path(path: &str, json_path: &str) -> Result<(), LoadError> {
+    if path.is_empty() {
+        return Err(err(json_path, "must not be empty"));
+    }
+    if path.starts_with('/') || path.starts_with('\\') || path.contains(':') {
+        return Err(err(
+            json_path,
+            format!("`{path}` must be a relative path inside the pack directory"),
+        ));
+    }
+    if path.split(['/', '\\']).any(|seg| seg == "..") {
+        return Err(err(
+            json_path,
+            format!("`{path}` must not contain `..`: it would leave the pack directory"),
+        ));
+    }
+    Ok(())
+}
+
+impl Manifest {
+    /// Parses and validates `pack.json` bytes.
+    pub fn parse(bytes: &[u8]) -> Result<Manifest, LoadError> {
+        let v: Value = serde_json::from_slice(bytes)
+            .map_err(|e| err("$", format!("pack.json is not valid JSON: {e}")))?;
+        if !v.is_object() {
+            return Err(err("$", "pack.json must be a JSON object"));
+        }
+        match req_str(&v, "kind", "$")? {
+            "node" => {}
+            other => {
+                return Err(err(
+                    "$.kind",
+                    format!("is `{other}`; only `node` packs can run here"),
+                ));
+            }
+        }
+        let name = req_str(&v, "name", "$")?;
+        if !valid_name(name) {
+            return Err(err(
+                "$.name",
+                format!("`{name}` must be lowercase letters, digits and `-._@/`"),
+            ));
+        }
+        let version = req_str(&v, "version", "$")?;
+        if !valid_version(version) {
+            return Err(err(
+                "$.version",
+                format!("`{version}` is not a semantic version (MAJOR.MINOR.PATCH)"),
+            ));
+        }
+        let engines = v
+            .get("engines")
+            .ok_or_else(|| err("$.engines", "is required"))?;
+        let openwop = req_str(engines, "openwop", "$.engines")?.to_owned();
+
+        let nodes_v = match v.get("nodes") {
+            Some(Value::Array(a)) if a.is_empty() => {
+                return Err(err("$.nodes", "must list at least one node"));
+            }
+            Some(Value::Array(a)) => a,
+            Some(_) => return Err(err("$.nodes", "must be an array")),
+            None => return Err(err("$.nodes", "is required")),
+        };
+        let mut nodes = Vec::with_capacity(nodes_v.len());
+        let mut seen = BTreeSet::new();
+        for (i, n) in nodes_v.iter().enumerate() {
+            let p = format!("$.nodes[{i}]");
+            if !n.is_object() {
+                return Err(err(p, "must be an object"));
+            }
+            let type_id = req_str(n, "typeId", &p)?;
+            if !seen.insert(type_id.to_owned()) {
+                return Err(err(
+                    format!("{p}.typeId"),
+                    format!("`{type_id}` is listed twice"),
+                ));
+            }
+            let nv = req_str(n, "version", &p)?;
+            if !valid_version(nv) {
+                return Err(err(
+                    format!("{p}.version"),
+                    format!("`{nv}` is not a semantic version"),
+                ));
+            }
+            nodes.push(NodeDecl {
+                type_id: type_id.to_owned(),
+                version: nv.to_owned(),
+                category: req_str(n, "category", &p)?.to_owned(),
+                role: req_str(n, "role", &p)?.to_owned(),
+            });
+        }
+
+        let rt = v
+            .get("runtime")
+            .ok_or_else(|| err("$.runtime", "is required"))?;
+        let language = match req_str(rt, "language", "$.runtime")? {
+            "wasm-component" => Language::WasmComponent,
+            "wasm" => Language::Wasm,
+            other => {
+                return Err(LoadError::Unsupported(format!(
+                    "runtime.language `{other}` is not run by wop; it runs `wasm-component` and `wasm` packs"
+                )));
+            }
+        };
+        if language == Language::WasmComponent {
+            match rt.get("format") {
+                None => {}
+                Some(Value::String(f)) if f == "wasm-component" => {}
+                Some(_) => {
+                    return Err(err(
+                        "$.runtime.format",
+                        "must be `wasm-component` for a wasm-component pack",
+                    ));
+                }
+            }
+        }
+        if language == Language::Wasm {
+            match rt.get("format") {
+                None => {}
+                Some(Value::String(f)) if f == "wasm" => {}
+                Some(_) => {
+                    return Err(err(
+                        "$.runtime.format",
+                        "must be `wasm` (or absent) for a `wasm` (ABI v1 core module) pack",
+                    ));
+                }
+            }
+            if let Some(w) = rt.get("wasm") {
+                match w.get("abiVersion") {
+                    None => {}
+                    Some(Value::Number(n)) => match n.as_i64() {
+                        Some(v) if crate::abi::SUPPORTED_ABI_VERSIONS.contains(&v) => {}
+                        Some(v) => {
+                            return Err(LoadError::AbiVersion {
+                                version: v,
+                                supported: crate::abi::supported_versions(),
+                            });
+                        }
+                        None => {
+                            return Err(err(
+                                "$.runtime.wasm.abiVersion",
+                                "must be an integer ABI version",
+                            ));
+                        }
+                    },
+                    Some(_) => {
+                        return Err(err(
+                            "$.runtime.wasm.abiVersion",
+                            "must be an integer ABI version",
+                        ));
+                    }
+                }
+            }
+        }
+        let entry = req_str(rt, "entry", "$.runtime")?;
+        check_relative_path(entry, "$.runtime.entry")?;
+
+        let wop_v = v.get(VENDOR_KEY).ok_or_else(|| {
+            err(
+                format!("$.{VENDOR_KEY}"),
+                "is required: it holds the entry's sha256 and the capabilities the pack requests",
+            )
+        })?;
+        let wop: WopBlock = serde_path_to_error::deserialize(wop_v).map_err(|e| {
+            let inner = e.path().to_string();
+            let p = if inner == "." || inner.is_empty() {
+                format!("$.{VENDOR_KEY}")
+            } else {
+                format!("$.{VENDOR_KEY}.{inner}")
+            };
+            err(p, e.into_inner().to_string())
+        })?;
+        if let Err((field, message)) = wop.limits.validate() {
+            return Err(err(format!("$.{VENDOR_KEY}.limits.{field}"), message));
+        }
+        if let Err((i, e)) = crate::egress::allow::parse_all(&wop.egress) {
+            return Err(err(format!("$.{VENDOR_KEY}.egress[{i}]"), e));
+        }
+        if wop.sha256.len() != 64
+            || !wop
+                .sha256
+                .chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+        {
+            return Err(err(
+                format!("$.{VENDOR_KEY}.sha256"),
+                "must be the lowercase hex sha256 of the entry file (64 characters)",
+            ));
+        }
+
+        Ok(Manifest {
+            name: name.to_owned(),
+            version: version.to_owned(),
+            openwop,
+            nodes,
+            runtime: RuntimeDecl {
+                language,
+                entry: entry.to_owned(),
+            },
+            wop,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn good() -> Value {
+        json!({
+            "kind": "node", "name": "hello", "version": "0.1.0",
+            "engines": {"openwop": ">=1.0.0"},
+            "nodes": [{"typeId": "wop.samples.hello", "version": "0.1.0", "category": "transform", "role": "worker"}],
+            "runtime": {"language": "wasm-component", "entry": "hello.wasm", "format": "wasm-component"},
+            "x-wop": {"sha256": "a".repeat(64), "capabilities": ["log"]}
+        })
+    }
+
+    fn path_of(v: Value) -> String {
+        match Manifest::parse(v.to_string().as_bytes()) {
+            Err(LoadError::Validation { path, .. }) => path,
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn good_manifest_parses() {
+        let m = Manifest::parse(good().to_string().as_bytes()).unwrap();
+        assert_eq!(m.name, "hello");
+        assert_eq!(m.nodes[0].type_id, "wop.samples.hello");
+        assert_eq!(m.wop.capabilities, vec![Capability::Log]);
+    }
+
+    #[test]
+    fn each_broken_field_is_named() {
+        type Mutate = Box<dyn Fn(&mut Value)>;
+        let cases: Vec<(&str, Mutate)> = vec![
+            ("$.kind", Box::new(|v| v["kind"] = json!("workflow"))),
+            ("$.name", Box::new(|v| v["name"] = json!("Bad Name"))),
+            ("$.version", Box::new(|v| v["version"] = json!("1.0"))),
+            (
+                "$.engines",
+                Box::new(|v| {
+                    v.as_object_mut().unwrap().remove("engines");
+                }),
+            ),
+            ("$.engines.openwop", Box::new(|v| v["engines"] = json!({}))),
+            ("$.nodes", Box::new(|v| v["nodes"] = json!([]))),
+            (
+                "$.nodes[0].typeId",
+                Box::new(|v| v["nodes"][0]["typeId"] = json!(7)),
+            ),
+            (
+                "$.nodes[0].role",
+                Box::new(|v| {
+                    v["nodes"][0].as_object_mut().unwrap().remove("role");
+                }),
+            ),
+            (
+                "$.nodes[1].typeId",
+                Box::new(|v| {
+                    let n = v["nodes"][0].clone();
+                    v["nodes"].as_array_mut().unwrap().push(n);
+                }),
+            ),
+            (
+                "$.runtime.entry",
+                Box::new(|v| v["runtime"]["entry"] = json!("../outside.wasm")),
+            ),
+            (
+                "$.runtime.entry",
+                Box::new(|v| v["runtime"]["entry"] = json!("/etc/passwd")),
+            ),
+            (
+                "$.runtime.format",
+                Box::new(|v| v["runtime"]["format"] = json!("core")),
+            ),
+            (
+                "$.x-wop",
+                Box::new(|v| {
+                    v.as_object_mut().unwrap().remove("x-wop");
+                }),
+            ),
+            (
+                "$.x-wop.sha256",
+                Box::new(|v| v["x-wop"]["sha256"] = json!("ABC")),
+            ),
+            (
+                "$.x-wop.capabilities[0]",
+                Box::new(|v| v["x-wop"]["capabilities"] = json!(["sockets"])),
+            ),
+            (
+                "$.x-wop.limits.fuel",
+                Box::new(|v| v["x-wop"]["limits"] = json!({"fuel": "lots"})),
+            ),
+            (
+                "$.x-wop.egress[1]",
+                Box::new(|v| v["x-wop"]["egress"] = json!(["api.example.com", "ftp://x.example"])),
+            ),
+            (
+                "$.x-wop.egress",
+                Box::new(|v| v["x-wop"]["egress"] = json!("api.example.com")),
+            ),
+            (
+                "$.x-wop.surprise",
+                Box::new(|v| v["x-wop"]["surprise"] = json!(1)),
+            ),
+        ];
+        for (want, mutate) in cases {
+            let mut v = good();
+            mutate(&mut v);
+            assert_eq!(path_of(v), want);
+        }
+    }
+
+    #[test]
+    fn other_languages_are_unsupported() {
+        let mut v = good();
+        v["runtime"]["language"] = json!("python");
+        assert!(matches!(
+            Manifest::parse(v.to_string().as_bytes()),
+            Err(LoadError::Unsupported(_))
+        ));
+    }
+}

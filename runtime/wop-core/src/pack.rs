@@ -1,0 +1,238 @@
+//! Loading a pack directory: manifest, integrity, the import gate and the
+//! describe() check. Files are opened through a `cap-std` `Dir` rooted at
+//! the pack directory, so no manifest path can leave it (`..`, absolute
+//! paths and symlinks pointing outside all fail).
+
+use crate::capability::{Capability, ImportVerdict, classify_import, effective};
+use crate::error::LoadError;
+use crate::limits::{Clamp, Limits};
+use crate::manifest::{Language, Manifest};
+use crate::policy::{FsGrant, Policy};
+use cap_std::fs::Dir;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Largest `pack.json` accepted.
+const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+/// Largest entry file accepted.
+const MAX_ENTRY_BYTES: u64 = 256 << 20;
+
+/// One import of the component and the verdict on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportReport {
+    /// The import name (`wasi:cli/stdout@0.2.6`, `openwop:node-pack/log@0.1.0`).
+    pub name: String,
+    /// `allowed`, `granted`, `not-granted`, `escape:<kind>`, `unknown`.
+    pub verdict: String,
+}
+
+/// What `wop inspect` shows, computed without running any pack code.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Inspection {
+    /// The pack directory.
+    pub dir: PathBuf,
+    /// The validated manifest.
+    pub manifest: Manifest,
+    /// sha256 of the entry (verified against the manifest).
+    pub sha256: String,
+    /// The component's imports, in declaration order, with verdicts.
+    pub imports: Vec<ImportReport>,
+    /// Capabilities the manifest requests.
+    pub requested: Vec<Capability>,
+    /// Capabilities the operator grants to this pack (beyond the base).
+    pub granted: Vec<Capability>,
+    /// The effective set: base ∪ (requested ∩ granted).
+    pub effective: BTreeSet<Capability>,
+    /// Effective limits per invocation.
+    pub limits: Limits,
+    /// Requests that were clamped to the operator's ceilings.
+    pub clamps: Vec<Clamp>,
+    /// The directory mounted at `/data`, if granted.
+    pub filesystem: Option<FsGrant>,
+    /// What safe-fetch may reach.
+    pub egress: EgressView,
+    /// Why the pack would be refused, if it would be.
+    pub refusal: Option<crate::error::NodeError>,
+}
+
+/// A pack's safe-fetch allow-list and the operator settings that shape it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EgressView {
+    /// Patterns the manifest requests (`x-wop.egress`).
+    pub requested: Vec<String>,
+    /// Patterns the operator grants (`[packs.<name>] egress`).
+    pub granted: Vec<String>,
+    /// The test-only loopback switch (`[egress] allowLoopback`): when on,
+    /// packs can reach this machine. Shown loudly by `wop inspect`.
+    pub allow_loopback: bool,
+    /// Redirect hops followed (0: none).
+    pub max_redirects: u32,
+    /// The compiled allow-list (requested ∩ granted).
+    #[serde(skip)]
+    pub allow: std::sync::Arc<crate::egress::AllowList>,
+}
+
+/// Reads and verifies the pack's files; returns the manifest, the entry
+/// bytes and their sha256.
+pub fn read_pack(dir: &Path) -> Result<(Manifest, Vec<u8>, String), LoadError> {
+    let root = Dir::open_ambient_dir(dir, cap_std::ambient_authority()).map_err(|e| {
+        LoadError::validation(
+            dir.display().to_string(),
+            format!("cannot open the pack directory: {e}"),
+        )
+    })?;
+    let manifest_bytes = read_capped(&root, "pack.json", MAX_MANIFEST_BYTES, "$")?;
+    let manifest = Manifest::parse(&manifest_bytes)?;
+    let entry = read_capped(
+        &root,
+        &manifest.runtime.entry,
+        MAX_ENTRY_BYTES,
+        "$.runtime.entry",
+    )?;
+    let actual = hex::encode(Sha256::digest(&entry));
+    if actual != manifest.wop.sha256 {
+        return Err(LoadError::Integrity {
+            entry: manifest.runtime.entry.clone(),
+            expected: manifest.wop.sha256.clone(),
+            actual,
+        });
+    }
+    Ok((manifest, entry, actual))
+}
+
+fn read_capped(root: &Dir, rel: &str, cap: u64, json_path: &str) -> Result<Vec<u8>, LoadError> {
+    let file = root.open(rel).map_err(|e| {
+        LoadError::validation(
+            json_path,
+            format!("cannot open `{rel}` inside the pack directory: {e}"),
+        )
+    })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| LoadError::validation(json_path, format!("cannot stat `{rel}`: {e}")))?;
+    if !meta.is_file() {
+        return Err(LoadError::validation(
+            json_path,
+            format!("`{rel}` is not a regular file"),
+        ));
+    }
+    if meta.len() > cap {
+        return Err(LoadError::validation(
+            json_path,
+            format!("`{rel}` is {} bytes; the limit is {cap}", meta.len()),
+        ));
+    }
+    let mut out = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.into_std()
+        .take(cap + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| LoadError::validation(json_path, format!("cannot read `{rel}`: {e}")))?;
+    Ok(out)
+}
+
+/// The import gate: every import judged in declaration order; the first
+/// offending one decides.
+pub fn judge_imports<'a>(
+    names: impl Iterator<Item = &'a str>,
+    effective: &BTreeSet<Capability>,
+) -> (Vec<ImportReport>, Option<LoadError>) {
+    let mut reports = Vec::new();
+    let mut refusal = None;
+    for name in names {
+        let v = classify_import(name, effective);
+        let (verdict, err) = match &v {
+            ImportVerdict::Allowed => ("allowed".to_owned(), None),
+            ImportVerdict::Granted(_) => ("granted".to_owned(), None),
+            ImportVerdict::NotGranted(c) => (
+                "not-granted".to_owned(),
+                Some(LoadError::CapabilityDenied {
+                    import: name.to_owned(),
+                    grant: Some(c.as_str().to_owned()),
+                }),
+            ),
+            ImportVerdict::Escape(k) => (
+                format!("escape:{}", k.as_str()),
+                Some(LoadError::Escape {
+                    kind: k.as_str(),
+                    import: name.to_owned(),
+                }),
+            ),
+            ImportVerdict::Unknown => (
+                "unknown".to_owned(),
+                Some(LoadError::CapabilityDenied {
+                    import: name.to_owned(),
+                    grant: None,
+                }),
+            ),
+        };
+        if refusal.is_none() {
+            refusal = err;
+        }
+        reports.push(ImportReport {
+            name: name.to_owned(),
+            verdict,
+        });
+    }
+    (reports, refusal)
+}
+
+/// Grants and limits for a manifest under a policy.
+pub struct Resolved {
+    /// What the operator grants the pack.
+    pub granted: Vec<Capability>,
+    /// requested ∩ granted, plus the base capabilities.
+    pub effective: BTreeSet<Capability>,
+    /// The ceilings tightened by the manifest's request.
+    pub limits: Limits,
+    /// Requests above a ceiling (shown by `wop inspect`).
+    pub clamps: Vec<Clamp>,
+    /// The directory granted to the pack, if any.
+    pub filesystem: Option<FsGrant>,
+    /// What safe-fetch may reach.
+    pub egress: EgressView,
+}
+
+/// The grants and limits of `manifest` under `policy`.
+pub fn resolve(policy: &Policy, manifest: &Manifest) -> Resolved {
+    let grant = policy.grant(&manifest.name);
+    let effective = effective(&manifest.wop.capabilities, &grant.capabilities);
+    let (limits, clamps) = policy.limits().apply(&manifest.wop.limits);
+    // Both lists were validated (manifest parse, policy load); anything
+    // unparsable here grants nothing.
+    let parse = |v: &[String]| crate::egress::allow::parse_all(v).unwrap_or_default();
+    let settings = policy.egress.settings();
+    let egress = EgressView {
+        requested: manifest.wop.egress.clone(),
+        granted: grant.egress.clone(),
+        allow_loopback: settings.allow_loopback,
+        max_redirects: settings.max_redirects,
+        allow: std::sync::Arc::new(crate::egress::AllowList::new(
+            parse(&manifest.wop.egress),
+            parse(&grant.egress),
+        )),
+    };
+    Resolved {
+        egress,
+        granted: grant.capabilities,
+        effective,
+        limits,
+        clamps,
+        filesystem: grant.filesystem,
+    }
+}
+
+/// Refuses languages this runtime does not run as components.
+pub fn require_component(m: &Manifest) -> Result<(), LoadError> {
+    match m.runtime.language {
+        Language::WasmComponent => Ok(()),
+        Language::Wasm => Err(LoadError::Unsupported(
+            "runtime.language `wasm` (WASM ABI v1 core modules) is not supported yet".to_owned(),
+        )),
+    }
+}

@@ -1,0 +1,408 @@
+//! The operator policy: one TOML file with limits and per-pack grants.
+//!
+//! Every field is enforced or rejected: unknown keys are errors that name
+//! the key, so a typo never silently weakens the sandbox.
+//!
+//! ```toml
+//! [limits]                 # ceilings for every invocation (camelCase keys)
+//! memoryBytes = 67108864
+//! fuel = 10000000000
+//! wallClockMs = 30000
+//!
+//! [packs.tool-call]        # grants for the pack named `tool-call`
+//! capabilities = ["log", "tools"]
+//!
+//! [packs.fs-probe.filesystem]
+//! path = "/srv/wop/data"   # mounted in the pack as /data
+//! readOnly = true
+//! ```
+
+use crate::capability::Capability;
+use crate::error::ConfigError;
+use crate::limits::Limits;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The operator policy.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// Ceilings for every invocation. Missing keys keep their defaults.
+    #[serde(default)]
+    pub limits: LimitsSection,
+    /// Grants per pack name. A pack not listed gets the base capabilities
+    /// (`log`, `clock`, `random`) and nothing else.
+    #[serde(default)]
+    pub packs: BTreeMap<String, PackGrant>,
+    /// Operator-declared tools: HTTP endpoints and node-pack tools.
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
+    /// Effect-claim settings.
+    #[serde(default)]
+    pub effects: EffectsSection,
+    /// Safe-fetch settings for every pack (`[egress]`); destinations are
+    /// granted per pack (`[packs.<name>] egress`).
+    #[serde(default)]
+    pub egress: crate::egress::EgressSection,
+    /// The price table that turns usage into cost.
+    #[serde(default)]
+    pub prices: crate::budget::Prices,
+    /// Default budget and bounds for runs that do not bring their own.
+    #[serde(default)]
+    pub runs: RunsSection,
+    /// Metering switches.
+    #[serde(default)]
+    pub metering: MeteringSection,
+}
+
+/// `[metering]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MeteringSection {
+    /// Record the per-host-call breakdown (fuel before each call, wall time
+    /// inside it). Default true; costs ≈ 190 ns per host call (decision 0005).
+    pub host_call_breakdown: Option<bool>,
+}
+
+/// `[runs]`: the default budget and bounds of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunsSection {
+    /// See [`crate::budget::RunBudget::max_tool_calls`].
+    pub max_tool_calls: Option<u64>,
+    /// See [`crate::budget::RunBudget::max_fuel`].
+    pub max_fuel: Option<u64>,
+    /// See [`crate::budget::RunBudget::max_cost_usd`].
+    pub max_cost_usd: Option<f64>,
+    /// See [`crate::budget::RunBudget::threshold_percent`].
+    pub threshold_percent: Option<u8>,
+    /// Only `fail` is supported.
+    #[serde(default)]
+    pub on_exhaustion: crate::budget::OnExhaustion,
+    /// See [`crate::budget::RunBounds::max_loop_iterations`].
+    pub max_loop_iterations: Option<u32>,
+    /// See [`crate::budget::RunBounds::run_timeout_ms`].
+    pub run_timeout_ms: Option<u64>,
+}
+
+impl RunsSection {
+    /// The default budget.
+    pub fn budget(&self) -> crate::budget::RunBudget {
+        crate::budget::RunBudget {
+            max_tool_calls: self.max_tool_calls,
+            max_fuel: self.max_fuel,
+            max_cost_usd: self.max_cost_usd,
+            threshold_percent: self.threshold_percent,
+            on_exhaustion: self.on_exhaustion,
+        }
+    }
+
+    /// The default bounds.
+    pub fn bounds(&self) -> crate::budget::RunBounds {
+        crate::budget::RunBounds {
+            max_loop_iterations: self.max_loop_iterations,
+            run_timeout_ms: self.run_timeout_ms,
+        }
+    }
+}
+
+/// One `[[tools]]` entry: exactly one of `url` (an operator HTTP tool) or
+/// `packType` (a node of a loaded pack).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolSpec {
+    /// `<scope>:<id>`.
+    pub id: String,
+    /// Operator endpoint (HTTP tool). Loopback/private allowed: operator-trusted.
+    pub url: Option<String>,
+    /// HTTP method (default POST).
+    pub method: Option<String>,
+    /// Node type of a loaded pack (node-pack tool).
+    pub pack_type: Option<String>,
+    /// Safety tier.
+    pub safety_tier: crate::tools::SafetyTier,
+    /// Replay policy (default: `idempotent` for HTTP tools is NOT assumed;
+    /// unset means the tier decides whether calls are effects).
+    pub replay_policy: Option<crate::tools::ReplayPolicy>,
+    /// Scopes the principal must hold.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// Tenants that may see the tool (default: all).
+    pub tenants: Option<Vec<String>>,
+    /// Per-call timeout in ms (default 10 000; clamped to the caller's
+    /// remaining wall clock).
+    pub timeout_ms: Option<u64>,
+    /// Rate limit per (principal, tool).
+    pub rate_limit: Option<crate::ratelimit::RateSpec>,
+    /// Catalog title.
+    pub title: Option<String>,
+    /// Catalog description.
+    pub description: Option<String>,
+    /// JSON Schema of the arguments.
+    pub input_schema: Option<serde_json::Value>,
+}
+
+/// `[effects]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EffectsSection {
+    /// Claim lease in ms (default: the wall-clock ceiling + 5 s).
+    pub lease_ms: Option<u64>,
+    /// How long a duplicate waits for an in-flight claim before
+    /// `idempotency_in_flight` (default 2000 ms).
+    pub in_flight_wait_ms: Option<u64>,
+    /// Days completed/released records are kept (default and minimum 14).
+    pub retention_days: Option<u64>,
+    /// Largest tool result recorded and returned, in bytes (default 1 MiB).
+    pub max_result_bytes: Option<u64>,
+    /// Maximum nesting of node-pack tools (default 3).
+    pub max_tool_depth: Option<u32>,
+}
+
+/// `[limits]`: the same fields as [`Limits`], each optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LimitsSection {
+    /// See [`Limits::memory_bytes`].
+    pub memory_bytes: Option<u64>,
+    /// See [`Limits::fuel`].
+    pub fuel: Option<u64>,
+    /// See [`Limits::wall_clock_ms`].
+    pub wall_clock_ms: Option<u64>,
+    /// See [`Limits::table_elements`].
+    pub table_elements: Option<u64>,
+    /// See [`Limits::instances`].
+    pub instances: Option<u64>,
+    /// See [`Limits::memories_and_tables`].
+    pub memories_and_tables: Option<u64>,
+    /// See [`Limits::output_bytes`].
+    pub output_bytes: Option<u64>,
+    /// See [`Limits::log_bytes`].
+    pub log_bytes: Option<u64>,
+    /// See [`Limits::log_line_bytes`].
+    pub log_line_bytes: Option<u64>,
+    /// See [`Limits::resource_entries`].
+    pub resource_entries: Option<u64>,
+    /// See [`Limits::host_arg_bytes`].
+    pub host_arg_bytes: Option<u64>,
+}
+
+/// Grants for one pack.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PackGrant {
+    /// Capabilities (openwop interfaces) granted beyond the base set. The
+    /// pack gets those it also requests in its manifest.
+    #[serde(default)]
+    pub capabilities: Vec<Capability>,
+    /// One host directory mounted as the pack's only preopen, at `/data`.
+    pub filesystem: Option<FsGrant>,
+    /// Tool ids (or `prefix:*` patterns) the pack may call, if its manifest
+    /// also declares them.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Destinations safe-fetch may reach, as `[scheme://]host[:port]`
+    /// patterns (`api.example.com`, `*.example.com`, `http://host:8080`;
+    /// see [`crate::egress::allow`]). Effective only for hosts the pack's
+    /// manifest also requests (`x-wop.egress`).
+    #[serde(default)]
+    pub egress: Vec<String>,
+}
+
+/// A directory granted to a pack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FsGrant {
+    /// The host directory. It must exist.
+    pub path: PathBuf,
+    /// Read-only unless set to `false`.
+    #[serde(default = "yes")]
+    pub read_only: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Upper bounds that keep the pooling allocator's reservations sane.
+const MAX_MEMORY_BYTES: u64 = 4 << 30;
+const MIN_INSTANCES: u64 = 64;
+
+impl Policy {
+    /// Parses a policy from TOML text. Errors name the offending key.
+    pub fn from_toml(text: &str) -> Result<Policy, ConfigError> {
+        let p: Policy = toml::from_str(text).map_err(|e| ConfigError::Policy(e.to_string()))?;
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// Reads and parses a policy file.
+    pub fn from_file(path: &Path) -> Result<Policy, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::Io(format!("cannot read policy {}: {e}", path.display())))?;
+        Self::from_toml(&text).map_err(|e| ConfigError::Policy(format!("{}: {e}", path.display())))
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let l = self.limits();
+        if l.memory_bytes > MAX_MEMORY_BYTES {
+            return Err(ConfigError::Policy(format!(
+                "limits.memoryBytes = {} is above the supported maximum {MAX_MEMORY_BYTES}",
+                l.memory_bytes
+            )));
+        }
+        if l.instances < MIN_INSTANCES {
+            return Err(ConfigError::Policy(format!(
+                "limits.instances = {} is below {MIN_INSTANCES}; componentized runtimes need more instances than that",
+                l.instances
+            )));
+        }
+        for (field, v) in [("fuel", l.fuel), ("wallClockMs", l.wall_clock_ms)] {
+            if v == 0 {
+                return Err(ConfigError::Policy(format!(
+                    "limits.{field} must be greater than 0"
+                )));
+            }
+        }
+        let mut ids = std::collections::BTreeSet::new();
+        for (i, t) in self.tools.iter().enumerate() {
+            let at = format!("tools[{i}] (`{}`)", t.id);
+            if !ids.insert(&t.id) {
+                return Err(ConfigError::Policy(format!(
+                    "{at}: the id is declared twice"
+                )));
+            }
+            match (&t.url, &t.pack_type) {
+                (Some(_), None) | (None, Some(_)) => {}
+                _ => {
+                    return Err(ConfigError::Policy(format!(
+                        "{at}: set exactly one of `url` (an HTTP tool) or `packType` (a node-pack tool)"
+                    )));
+                }
+            }
+            if t.pack_type.is_some() && t.method.is_some() {
+                return Err(ConfigError::Policy(format!(
+                    "{at}: `method` applies only to HTTP tools"
+                )));
+            }
+            if let Some(r) = &t.rate_limit {
+                r.validate()
+                    .map_err(|e| ConfigError::Policy(format!("{at}.rateLimit: {e}")))?;
+            }
+        }
+        self.prices.validate().map_err(ConfigError::Policy)?;
+        self.runs
+            .budget()
+            .validate()
+            .map_err(|e| ConfigError::Policy(format!("runs: {e}")))?;
+        if let Some(d) = self.effects.retention_days
+            && d < 14
+        {
+            return Err(ConfigError::Policy(format!(
+                "effects.retentionDays = {d}: effect records must be kept at least 14 days"
+            )));
+        }
+        self.egress
+            .validate(self.effects.max_result_bytes.unwrap_or(1 << 20))
+            .map_err(ConfigError::Policy)?;
+        for (name, grant) in &self.packs {
+            if let Err((i, e)) = crate::egress::allow::parse_all(&grant.egress) {
+                return Err(ConfigError::Policy(format!(
+                    "packs.{name}.egress[{i}]: {e}"
+                )));
+            }
+            for p in &grant.tools {
+                crate::authz::pattern_matches(p, "x:y")
+                    .map_err(|e| ConfigError::Policy(format!("packs.{name}.tools: {e}")))?;
+            }
+            if let Some(fs) = &grant.filesystem
+                && !fs.path.is_dir()
+            {
+                return Err(ConfigError::Policy(format!(
+                    "packs.{name}.filesystem.path = {} is not an existing directory",
+                    fs.path.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The effective ceilings: defaults overridden by `[limits]`.
+    pub fn limits(&self) -> Limits {
+        let d = Limits::default();
+        let s = &self.limits;
+        Limits {
+            memory_bytes: s.memory_bytes.unwrap_or(d.memory_bytes),
+            fuel: s.fuel.unwrap_or(d.fuel),
+            wall_clock_ms: s.wall_clock_ms.unwrap_or(d.wall_clock_ms),
+            table_elements: s.table_elements.unwrap_or(d.table_elements),
+            instances: s.instances.unwrap_or(d.instances),
+            memories_and_tables: s.memories_and_tables.unwrap_or(d.memories_and_tables),
+            output_bytes: s.output_bytes.unwrap_or(d.output_bytes),
+            log_bytes: s.log_bytes.unwrap_or(d.log_bytes),
+            log_line_bytes: s.log_line_bytes.unwrap_or(d.log_line_bytes),
+            resource_entries: s.resource_entries.unwrap_or(d.resource_entries),
+            host_arg_bytes: s.host_arg_bytes.unwrap_or(d.host_arg_bytes),
+        }
+    }
+
+    /// The grant for a pack name (empty if none).
+    pub fn grant(&self, pack: &str) -> PackGrant {
+        self.packs.get(pack).cloned().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_keys_are_rejected_by_name() {
+        let e = Policy::from_toml("[limits]\nmemroyBytes = 5\n").unwrap_err();
+        assert!(e.to_string().contains("memroyBytes"), "{e}");
+        let e = Policy::from_toml("[packs.a]\ncapabilites = []\n").unwrap_err();
+        assert!(e.to_string().contains("capabilites"), "{e}");
+        let e = Policy::from_toml("[packs.a]\ncapabilities = [\"sockets\"]\n").unwrap_err();
+        assert!(e.to_string().contains("sockets"), "{e}");
+        let e = Policy::from_toml("[runs]\nonExhaustion = \"interrupt\"\n").unwrap_err();
+        assert!(e.to_string().contains("not supported"), "{e}");
+        let e = Policy::from_toml("[prices]\nperToolCall = -1.0\n").unwrap_err();
+        assert!(e.to_string().contains("perToolCall"), "{e}");
+    }
+
+    #[test]
+    fn limits_override_defaults_and_are_checked() {
+        let p = Policy::from_toml("[limits]\nfuel = 5\n").unwrap();
+        assert_eq!(p.limits().fuel, 5);
+        assert_eq!(p.limits().memory_bytes, Limits::default().memory_bytes);
+        assert!(Policy::from_toml("[limits]\ninstances = 16\n").is_err());
+        assert!(Policy::from_toml("[limits]\nwallClockMs = 0\n").is_err());
+        assert!(Policy::from_toml("[limits]\nmemoryBytes = 99999999999\n").is_err());
+    }
+
+    #[test]
+    fn egress_keys_are_checked() {
+        let p = Policy::from_toml(
+            "[egress]\nallowLoopback = true\nmaxRedirects = 2\n[packs.fetch]\negress = [\"*.example.com\", \"http://api.example.org:8080\"]\n",
+        )
+        .unwrap();
+        assert!(p.egress.settings().allow_loopback);
+        assert_eq!(p.grant("fetch").egress.len(), 2);
+        let e = Policy::from_toml("[egress]\nallowLoopbak = true\n").unwrap_err();
+        assert!(e.to_string().contains("allowLoopbak"), "{e}");
+        let e = Policy::from_toml("[packs.a]\negress = [\"ftp://x.example\"]\n").unwrap_err();
+        assert!(e.to_string().contains("packs.a.egress[0]"), "{e}");
+        let e = Policy::from_toml("[egress]\nmaxRedirects = 99\n").unwrap_err();
+        assert!(e.to_string().contains("maxRedirects"), "{e}");
+        let e = Policy::from_toml("[egress]\nmaxResponseBytes = 4194304\n").unwrap_err();
+        assert!(e.to_string().contains("maxResultBytes"), "{e}");
+    }
+
+    #[test]
+    fn filesystem_grant_must_exist() {
+        let e = Policy::from_toml("[packs.a.filesystem]\npath = \"/definitely/not/here\"\n")
+            .unwrap_err();
+        assert!(e.to_string().contains("packs.a.filesystem.path"), "{e}");
+    }
+}

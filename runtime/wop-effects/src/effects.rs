@@ -1,0 +1,670 @@
+//! Effects: identity, the durable claim, and its state machine.
+//!
+//! Every call that can change the world is guarded by an atomic claim in a
+//! [`KvStore`]: insert-if-absent, durable before the effect fires. The
+//! record lives under `effect/<effectId>`; an index entry
+//! `run/<runId>/<effectId>` lists a run's effects.
+//!
+//! States: `claimed` (someone is performing it, under a lease) →
+//! `completed` (outcome recorded; later callers get it replayed) or
+//! `released` (nothing was sent; a retry may claim again) or `escaped` (the
+//! outcome is unknown: the owner died or the provider never answered, and
+//! the tool is not idempotent — never re-fired automatically; an operator
+//! resolves it).
+
+use crate::store::{KvStore, StoreError};
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How an effect's identity was derived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Keying {
+    /// From a key the pack supplied: (tenant, tool, key) only.
+    BusinessIdentity,
+    /// From the call's position: (tenant, run, node, ordinal, tool).
+    ActivityRecipe,
+}
+
+/// The lifecycle state of an effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EffectState {
+    /// Being performed under a lease.
+    Claimed,
+    /// Performed; the outcome is recorded.
+    Completed,
+    /// Not performed; may be claimed again.
+    Released,
+    /// Outcome unknown; needs an operator.
+    Escaped,
+}
+
+/// Who holds a claim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Owner {
+    /// The executor instance.
+    pub executor: String,
+    /// When the lease runs out (ms since the Unix epoch).
+    pub lease_expires_at_ms: u64,
+}
+
+/// The stored record. Holds a digest of the request, never the arguments
+/// or credentials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EffectRecord {
+    /// The effect identity.
+    pub effect_id: String,
+    /// Tenant.
+    pub tenant_id: String,
+    /// Run that first claimed it.
+    pub run_id: String,
+    /// Node that first claimed it.
+    pub node_id: String,
+    /// Attempt of the latest claim.
+    pub attempt: u32,
+    /// The tool.
+    pub tool_id: String,
+    /// How the identity was derived.
+    pub keying: Keying,
+    /// Current state.
+    pub state: EffectState,
+    /// The claim holder (while claimed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Owner>,
+    /// JCS SHA-256 of `{toolId, arguments}`.
+    pub request_digest: String,
+    /// The recorded result (completed, success).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// The recorded error (completed with an answered failure, or escaped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<Value>,
+    /// Times the effect was sent to the provider.
+    pub sends: u32,
+    /// Created (ms since epoch).
+    pub created_at_ms: u64,
+    /// Last change (ms since epoch).
+    pub updated_at_ms: u64,
+}
+
+/// One line of a run's effect listing: never payloads or credentials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EffectSummary {
+    /// The effect identity.
+    pub effect_id: String,
+    /// Node.
+    pub node_id: String,
+    /// Attempt.
+    pub attempt: u32,
+    /// Keying.
+    pub keying: Keying,
+    /// State.
+    pub state: EffectState,
+    /// Last change (ms since epoch).
+    pub at: u64,
+}
+
+impl From<&EffectRecord> for EffectSummary {
+    fn from(r: &EffectRecord) -> Self {
+        Self {
+            effect_id: r.effect_id.clone(),
+            node_id: r.node_id.clone(),
+            attempt: r.attempt,
+            keying: r.keying,
+            state: r.state,
+            at: r.updated_at_ms,
+        }
+    }
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// The activity recipe (protocol): `base64url(sha256("openwop:activity:v2\0"
+/// ‖ tenantId ‖ "\0" ‖ runId ‖ "\0" ‖ nodeId ‖ "\0" ‖ ordinal ‖ "\0" ‖
+/// providerKey))`, with the ordinal in decimal and the tool id as provider key.
+pub fn activity_id(
+    tenant: &str,
+    run: &str,
+    node: &str,
+    ordinal: u32,
+    provider_key: &str,
+) -> String {
+    let mut h = Sha256::new();
+    h.update(b"openwop:activity:v2\0");
+    for (i, part) in [tenant, run, node, &ordinal.to_string(), provider_key]
+        .iter()
+        .enumerate()
+    {
+        if i > 0 {
+            h.update(b"\0");
+        }
+        h.update(part.as_bytes());
+    }
+    b64(&h.finalize())
+}
+
+/// Business identity (our documented derivation): `base64url(sha256(
+/// "openwop:business:v1\0" ‖ tenantId ‖ "\0" ‖ toolId ‖ "\0" ‖ key))`. No
+/// run, node, ordinal or attempt: the same key never fires twice.
+pub fn business_id(tenant: &str, tool: &str, key: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(b"openwop:business:v1\0");
+    h.update(tenant.as_bytes());
+    h.update(b"\0");
+    h.update(tool.as_bytes());
+    h.update(b"\0");
+    h.update(key.as_bytes());
+    b64(&h.finalize())
+}
+
+/// The digest of a request: JCS SHA-256 of `{toolId, arguments}`.
+pub fn request_digest(tool_id: &str, arguments: &Value) -> String {
+    wop_core::jcs::sha256_hex(&serde_json::json!({"toolId": tool_id, "arguments": arguments}))
+}
+
+/// Milliseconds since the Unix epoch.
+pub use wop_core::time::now_ms;
+
+/// What the caller must do after [`Effects::begin`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Begin {
+    /// We hold the claim: perform the call, then `complete`/`release`.
+    /// `resend` is true when re-sending an orphaned idempotent effect.
+    Perform {
+        /// The record as claimed (pass back to complete/release).
+        claimed: Box<EffectRecord>,
+        /// Re-send of an orphaned claim (idempotent tools only).
+        resend: bool,
+    },
+    /// Already completed with the same request: the recorded outcome.
+    Replay(Box<EffectRecord>),
+    /// Same identity, different request.
+    Mismatch {
+        /// The stored digest.
+        stored: String,
+    },
+    /// Claimed by a live owner; did not finish within the wait.
+    InFlight {
+        /// When the owner's lease runs out (ms since epoch).
+        lease_expires_at_ms: u64,
+    },
+    /// The outcome is unknown (owner died or provider never answered) and
+    /// the tool is not idempotent: refuse; an operator must resolve it.
+    UnknownOutcome(Box<EffectRecord>),
+}
+
+/// What a new claim is about.
+#[derive(Debug, Clone)]
+pub struct ClaimRequest {
+    /// The identity.
+    pub effect_id: String,
+    /// How it was derived.
+    pub keying: Keying,
+    /// Tenant.
+    pub tenant_id: String,
+    /// Run.
+    pub run_id: String,
+    /// Node.
+    pub node_id: String,
+    /// Attempt.
+    pub attempt: u32,
+    /// Tool.
+    pub tool_id: String,
+    /// Request digest.
+    pub digest: String,
+    /// Whether an orphaned claim may be re-sent (replay policy idempotent).
+    pub idempotent: bool,
+}
+
+/// Errors of the effect store.
+#[derive(Debug, thiserror::Error)]
+pub enum EffectError {
+    /// The backend failed.
+    #[error("effect store: {0}")]
+    Store(#[from] StoreError),
+    /// A record could not be decoded.
+    #[error("effect store holds a corrupt record for {key}: {message}")]
+    Corrupt {
+        /// The key.
+        key: String,
+        /// Why.
+        message: String,
+    },
+    /// Contention did not settle.
+    #[error("effect {0} is changing too fast; retry")]
+    Contended(String),
+    /// An operator action was not applicable.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Timing knobs of the claim protocol.
+#[derive(Debug, Clone, Copy)]
+pub struct EffectTimings {
+    /// How long a claim's lease lasts.
+    pub lease: Duration,
+    /// How long to wait for a live in-flight claim before `idempotency_in_flight`.
+    pub in_flight_wait: Duration,
+    /// Poll interval while waiting.
+    pub poll: Duration,
+}
+
+/// The effect store: claims and their lifecycle on a [`KvStore`].
+#[derive(Clone)]
+pub struct Effects {
+    kv: Arc<dyn KvStore>,
+    executor: String,
+}
+
+const MAX_CAS_ROUNDS: usize = 64;
+
+fn key(effect_id: &str) -> String {
+    format!("effect/{effect_id}")
+}
+
+fn index_key(run_id: &str, effect_id: &str) -> String {
+    format!("run/{run_id}/{effect_id}")
+}
+
+impl Effects {
+    /// Effects on `kv`, claimed as executor `executor`.
+    pub fn new(kv: Arc<dyn KvStore>, executor: impl Into<String>) -> Self {
+        Self {
+            kv,
+            executor: executor.into(),
+        }
+    }
+
+    /// This executor's id.
+    pub fn executor(&self) -> &str {
+        &self.executor
+    }
+
+    /// The backing store.
+    pub fn kv(&self) -> &Arc<dyn KvStore> {
+        &self.kv
+    }
+
+    fn decode(k: &str, bytes: &[u8]) -> Result<EffectRecord, EffectError> {
+        serde_json::from_slice(bytes).map_err(|e| EffectError::Corrupt {
+            key: k.to_owned(),
+            message: e.to_string(),
+        })
+    }
+
+    fn encode(r: &EffectRecord) -> Vec<u8> {
+        serde_json::to_vec(r).unwrap_or_default()
+    }
+
+    /// Reads one record.
+    pub async fn get(&self, effect_id: &str) -> Result<Option<EffectRecord>, EffectError> {
+        let k = key(effect_id);
+        match self.kv.get(&k).await? {
+            Some(b) => Ok(Some(Self::decode(&k, &b)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Claims the effect or tells the caller what happened to it before.
+    /// `deadline` bounds the wait for an in-flight claim.
+    pub async fn begin(
+        &self,
+        req: &ClaimRequest,
+        t: EffectTimings,
+        deadline: std::time::Instant,
+    ) -> Result<Begin, EffectError> {
+        let k = key(&req.effect_id);
+        self.kv
+            .put(&index_key(&req.run_id, &req.effect_id), Vec::new())
+            .await?;
+        let wait_until = std::time::Instant::now() + t.in_flight_wait;
+        let wait_until = wait_until.min(deadline);
+        for _ in 0..MAX_CAS_ROUNDS {
+            let now = now_ms();
+            let lease_expires_at_ms = now + u64::try_from(t.lease.as_millis()).unwrap_or(u64::MAX);
+            let owner = Some(Owner {
+                executor: self.executor.clone(),
+                lease_expires_at_ms,
+            });
+            let current = self.kv.get(&k).await?;
+            let Some(bytes) = current else {
+                let rec = EffectRecord {
+                    effect_id: req.effect_id.clone(),
+                    tenant_id: req.tenant_id.clone(),
+                    run_id: req.run_id.clone(),
+                    node_id: req.node_id.clone(),
+                    attempt: req.attempt,
+                    tool_id: req.tool_id.clone(),
+                    keying: req.keying,
+                    state: EffectState::Claimed,
+                    owner,
+                    request_digest: req.digest.clone(),
+                    result: None,
+                    error: None,
+                    sends: 1,
+                    created_at_ms: now,
+                    updated_at_ms: now,
+                };
+                match self
+                    .kv
+                    .compare_and_swap(&k, None, Some(Self::encode(&rec)))
+                    .await?
+                {
+                    Ok(()) => {
+                        return Ok(Begin::Perform {
+                            claimed: Box::new(rec),
+                            resend: false,
+                        });
+                    }
+                    Err(_) => continue,
+                }
+            };
+            let rec = Self::decode(&k, &bytes)?;
+            if rec.request_digest != req.digest {
+                return Ok(Begin::Mismatch {
+                    stored: rec.request_digest,
+                });
+            }
+            let take = |mut r: EffectRecord, resend: bool| {
+                r.state = EffectState::Claimed;
+                r.owner = owner.clone();
+                r.attempt = req.attempt;
+                r.sends += 1;
+                r.error = None;
+                r.updated_at_ms = now;
+                (r, resend)
+            };
+            let next = match rec.state {
+                EffectState::Completed => return Ok(Begin::Replay(Box::new(rec))),
+                EffectState::Escaped => return Ok(Begin::UnknownOutcome(Box::new(rec))),
+                EffectState::Released => take(rec.clone(), false),
+                EffectState::Claimed => {
+                    let lease = rec.owner.as_ref().map_or(0, |o| o.lease_expires_at_ms);
+                    if now < lease {
+                        if std::time::Instant::now() >= wait_until {
+                            return Ok(Begin::InFlight {
+                                lease_expires_at_ms: lease,
+                            });
+                        }
+                        tokio::time::sleep(t.poll).await;
+                        continue;
+                    }
+                    if req.idempotent {
+                        take(rec.clone(), true)
+                    } else {
+                        let mut r = rec.clone();
+                        r.state = EffectState::Escaped;
+                        r.owner = None;
+                        r.error = Some(serde_json::json!({
+                            "reason": "owner-lost",
+                            "message": "the executor holding this claim stopped before recording an outcome",
+                        }));
+                        r.updated_at_ms = now;
+                        match self
+                            .kv
+                            .compare_and_swap(&k, Some(&bytes), Some(Self::encode(&r)))
+                            .await?
+                        {
+                            Ok(()) => return Ok(Begin::UnknownOutcome(Box::new(r))),
+                            Err(_) => continue,
+                        }
+                    }
+                }
+            };
+            let (r, resend) = next;
+            match self
+                .kv
+                .compare_and_swap(&k, Some(&bytes), Some(Self::encode(&r)))
+                .await?
+            {
+                Ok(()) => {
+                    return Ok(Begin::Perform {
+                        claimed: Box::new(r),
+                        resend,
+                    });
+                }
+                Err(_) => continue,
+            }
+        }
+        Err(EffectError::Contended(req.effect_id.clone()))
+    }
+
+    async fn transition(
+        &self,
+        claimed: &EffectRecord,
+        f: impl FnOnce(&mut EffectRecord),
+    ) -> Result<bool, EffectError> {
+        let k = key(&claimed.effect_id);
+        let mut next = claimed.clone();
+        f(&mut next);
+        next.owner = None;
+        next.updated_at_ms = now_ms();
+        let swapped = self
+            .kv
+            .compare_and_swap(&k, Some(&Self::encode(claimed)), Some(Self::encode(&next)))
+            .await?;
+        if swapped.is_err() {
+            tracing::warn!(effect = %claimed.effect_id, "claim changed hands before the outcome was recorded (lease expired?)");
+        }
+        Ok(swapped.is_ok())
+    }
+
+    /// Records the outcome of a performed effect (success or an answered
+    /// failure). Returns false if our claim was lost meanwhile.
+    pub async fn complete(
+        &self,
+        claimed: &EffectRecord,
+        outcome: Result<Value, Value>,
+    ) -> Result<bool, EffectError> {
+        self.transition(claimed, |r| {
+            r.state = EffectState::Completed;
+            match outcome {
+                Ok(v) => r.result = Some(v),
+                Err(e) => r.error = Some(e),
+            }
+        })
+        .await
+    }
+
+    /// Releases a claim whose call was certainly not sent.
+    pub async fn release(&self, claimed: &EffectRecord) -> Result<bool, EffectError> {
+        self.transition(claimed, |r| {
+            r.state = EffectState::Released;
+            r.sends = r.sends.saturating_sub(1);
+        })
+        .await
+    }
+
+    /// Gives up a claim whose outcome is unknown for an idempotent tool:
+    /// the record stays `claimed` with an expired lease, so the next attempt
+    /// re-sends under the same key (the provider dedupes).
+    pub async fn abandon(&self, claimed: &EffectRecord) -> Result<bool, EffectError> {
+        let k = key(&claimed.effect_id);
+        let mut next = claimed.clone();
+        next.owner = Some(Owner {
+            executor: self.executor.clone(),
+            lease_expires_at_ms: 0,
+        });
+        next.updated_at_ms = now_ms();
+        Ok(self
+            .kv
+            .compare_and_swap(&k, Some(&Self::encode(claimed)), Some(Self::encode(&next)))
+            .await?
+            .is_ok())
+    }
+
+    /// Marks an effect whose outcome is unknown (sent, never answered).
+    pub async fn escape(&self, claimed: &EffectRecord, error: Value) -> Result<bool, EffectError> {
+        self.transition(claimed, |r| {
+            r.state = EffectState::Escaped;
+            r.error = Some(error);
+        })
+        .await
+    }
+
+    /// A run's effects, by effect id.
+    pub async fn list_run(&self, run_id: &str) -> Result<Vec<EffectSummary>, EffectError> {
+        let prefix = format!("run/{run_id}/");
+        let mut out = Vec::new();
+        for (k, _) in self.kv.scan_prefix(&prefix, 100_000).await? {
+            let id = &k[prefix.len()..];
+            if let Some(r) = self.get(id).await? {
+                out.push(EffectSummary::from(&r));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Operator resolution of a claimed or escaped effect as `completed` or
+    /// `released`.
+    pub async fn resolve(
+        &self,
+        effect_id: &str,
+        to: EffectState,
+    ) -> Result<EffectRecord, EffectError> {
+        if !matches!(to, EffectState::Completed | EffectState::Released) {
+            return Err(EffectError::Invalid(
+                "an effect can be resolved only as completed or released".to_owned(),
+            ));
+        }
+        let k = key(effect_id);
+        for _ in 0..MAX_CAS_ROUNDS {
+            let Some(bytes) = self.kv.get(&k).await? else {
+                return Err(EffectError::Invalid(format!("no effect {effect_id}")));
+            };
+            let mut r = Self::decode(&k, &bytes)?;
+            if !matches!(r.state, EffectState::Claimed | EffectState::Escaped) {
+                return Err(EffectError::Invalid(format!(
+                    "effect {effect_id} is {:?}; only claimed or escaped effects need resolving",
+                    r.state
+                )));
+            }
+            r.state = to;
+            r.owner = None;
+            r.updated_at_ms = now_ms();
+            if to == EffectState::Completed {
+                r.error = None;
+                r.result
+                    .get_or_insert(serde_json::json!({"resolvedBy": "operator"}));
+            }
+            if self
+                .kv
+                .compare_and_swap(&k, Some(&bytes), Some(Self::encode(&r)))
+                .await?
+                .is_ok()
+            {
+                return Ok(r);
+            }
+        }
+        Err(EffectError::Contended(effect_id.to_owned()))
+    }
+
+    /// Deletes completed and released records (and their index entries)
+    /// last changed before `older_than_ms`. Claimed and escaped records are
+    /// kept: they need attention. Returns how many were purged.
+    ///
+    /// Reads the records in pages (of 512), never all at once.
+    pub async fn purge(&self, older_than_ms: u64) -> Result<usize, EffectError> {
+        const PAGE: usize = 512;
+        let mut n = 0;
+        let mut start = "effect/".to_owned();
+        loop {
+            let page = self.kv.scan_range(&start, Some("effect0"), PAGE).await?;
+            let full = page.len() == PAGE;
+            if let Some((last, _)) = page.last() {
+                start = format!("{last}\0");
+            }
+            for (k, bytes) in page {
+                let r = Self::decode(&k, &bytes)?;
+                if matches!(r.state, EffectState::Completed | EffectState::Released)
+                    && r.updated_at_ms < older_than_ms
+                    && self
+                        .kv
+                        .compare_and_swap(&k, Some(&bytes), None)
+                        .await?
+                        .is_ok()
+                {
+                    self.kv.remove(&index_key(&r.run_id, &r.effect_id)).await?;
+                    n += 1;
+                }
+            }
+            if !full {
+                return Ok(n);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn purge_pages_through_finished_records() {
+        let kv: Arc<dyn KvStore> = Arc::new(crate::store::MemoryStore::new());
+        let fx = Effects::new(kv.clone(), "ex");
+        let t = EffectTimings {
+            lease: Duration::from_secs(60),
+            in_flight_wait: Duration::from_millis(10),
+            poll: Duration::from_millis(1),
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        for i in 0..1100u32 {
+            let req = ClaimRequest {
+                effect_id: format!("e{i:05}"),
+                keying: Keying::ActivityRecipe,
+                tenant_id: "t".into(),
+                run_id: "r".into(),
+                node_id: "n".into(),
+                attempt: 1,
+                tool_id: "t:x".into(),
+                digest: "d".into(),
+                idempotent: false,
+            };
+            let Begin::Perform { claimed, .. } = fx.begin(&req, t, deadline).await.unwrap() else {
+                panic!("fresh claim not performed");
+            };
+            // Leave the last one claimed: it needs attention, it stays.
+            if i < 1099 {
+                assert!(fx.complete(&claimed, Ok(Value::Null)).await.unwrap());
+            }
+        }
+        assert_eq!(fx.purge(0).await.unwrap(), 0);
+        assert_eq!(fx.purge(now_ms() + 1).await.unwrap(), 1099);
+        let left = fx.list_run("r").await.unwrap();
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].state, EffectState::Claimed);
+        assert_eq!(
+            kv.scan_prefix("effect/", usize::MAX).await.unwrap().len(),
+            1
+        );
+    }
+
+    #[test]
+    fn identities() {
+        let a = activity_id("t", "r", "n", 1, "crm:update");
+        assert_eq!(a, activity_id("t", "r", "n", 1, "crm:update"));
+        assert_ne!(a, activity_id("t", "r", "n", 2, "crm:update"));
+        assert_ne!(a, activity_id("t", "r2", "n", 1, "crm:update"));
+        assert_eq!(a.len(), 43, "base64url of 32 bytes, unpadded");
+        assert!(!a.contains(['+', '/', '=']));
+        let b = business_id("t", "crm:update", "order-7");
+        assert_eq!(b, business_id("t", "crm:update", "order-7"));
+        assert_ne!(b, business_id("t2", "crm:update", "order-7"));
+        assert_ne!(b, business_id("t", "crm:other", "order-7"));
+        // The protocol recipe, spelled out.
+        let mut h = Sha256::new();
+        h.update(b"openwop:activity:v2\0t\0r\0n\x001\0crm:update");
+        assert_eq!(a, b64(&h.finalize()));
+    }
+}

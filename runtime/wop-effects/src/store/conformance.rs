@@ -1,0 +1,402 @@
+//! The conformance suite every [`KvStore`] backend must pass.
+//!
+//! Backends call [`run_all`] from their tests with a fresh, empty store on
+//! a multi-threaded tokio runtime. Failures panic.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use super::KvStore;
+use std::sync::Arc;
+
+/// The PostgreSQL URL for tests, from `WOP_TEST_POSTGRES_URL`, with a
+/// `wop_schema` parameter naming a schema of its own (fresh per call, from
+/// `name`, the process id and a counter) so tests never share tables.
+///
+/// When the variable is unset, **panics** with a message naming
+/// `.ci/postgres.sh start` — unless `WOP_POSTGRES_TESTS=skip`, then prints
+/// `SKIPPED` and returns `None`.
+pub fn postgres_test_url(name: &str) -> Option<String> {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let url = match std::env::var("WOP_TEST_POSTGRES_URL") {
+        Ok(u) if !u.is_empty() => u,
+        _ => {
+            if std::env::var("WOP_POSTGRES_TESTS").as_deref() == Ok("skip") {
+                // Straight to fd 2 (not `eprintln!`), so that the test
+                // harness's output capture does not hide it.
+                use std::io::Write as _;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "SKIPPED {name}: no PostgreSQL (WOP_TEST_POSTGRES_URL unset, \
+                     WOP_POSTGRES_TESTS=skip)"
+                );
+                return None;
+            }
+            panic!(
+                "{name} needs a PostgreSQL: run `export WOP_TEST_POSTGRES_URL=\"$(bash \
+                 .ci/postgres.sh start)\"` first (or set WOP_POSTGRES_TESTS=skip to skip the \
+                 PostgreSQL tests)"
+            );
+        }
+    };
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let clean: String = name
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .take(24)
+        .collect();
+    let schema = format!("t_{clean}_{}_{n}_{nanos}", std::process::id()).to_ascii_lowercase();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    Some(format!("{url}{sep}wop_schema={schema}"))
+}
+
+/// Runs every conformance check against `store`, which must be empty.
+pub async fn run_all(store: Arc<dyn KvStore>) {
+    assert!(!store.backend().is_empty());
+    cas_insert_if_absent_wins_once(&*store).await;
+    cas_stale_expected_fails_with_current(&*store).await;
+    cas_delete(&*store).await;
+    get_put_remove(&*store).await;
+    scan_prefix_order_isolation_limit(&*store).await;
+    scan_range_bounds_and_paging(&*store).await;
+    cas_race_single_winner(store.clone()).await;
+    cas_increment_race_loses_nothing(store.clone()).await;
+}
+
+async fn cas_insert_if_absent_wins_once(store: &dyn KvStore) {
+    let k = "conf/insert";
+    assert_eq!(store.get(k).await.unwrap(), None);
+    assert_eq!(
+        store
+            .compare_and_swap(k, None, Some(b"a".to_vec()))
+            .await
+            .unwrap(),
+        Ok(())
+    );
+    assert_eq!(
+        store
+            .compare_and_swap(k, None, Some(b"b".to_vec()))
+            .await
+            .unwrap(),
+        Err(Some(b"a".to_vec()))
+    );
+    assert_eq!(store.get(k).await.unwrap(), Some(b"a".to_vec()));
+    // An empty value is a value, distinct from absence.
+    let e = "conf/insert-empty";
+    assert_eq!(
+        store
+            .compare_and_swap(e, None, Some(Vec::new()))
+            .await
+            .unwrap(),
+        Ok(())
+    );
+    assert_eq!(store.get(e).await.unwrap(), Some(Vec::new()));
+    assert_eq!(
+        store
+            .compare_and_swap(e, None, Some(b"x".to_vec()))
+            .await
+            .unwrap(),
+        Err(Some(Vec::new()))
+    );
+}
+
+async fn cas_stale_expected_fails_with_current(store: &dyn KvStore) {
+    let k = "conf/stale";
+    store.put(k, b"v1".to_vec()).await.unwrap();
+    assert_eq!(
+        store
+            .compare_and_swap(k, Some(b"v1"), Some(b"v2".to_vec()))
+            .await
+            .unwrap(),
+        Ok(())
+    );
+    // v1 is now stale.
+    assert_eq!(
+        store
+            .compare_and_swap(k, Some(b"v1"), Some(b"v3".to_vec()))
+            .await
+            .unwrap(),
+        Err(Some(b"v2".to_vec()))
+    );
+    assert_eq!(store.get(k).await.unwrap(), Some(b"v2".to_vec()));
+    // Expecting a value on an absent key fails with None.
+    assert_eq!(
+        store
+            .compare_and_swap("conf/stale-absent", Some(b"v1"), Some(b"x".to_vec()))
+            .await
+            .unwrap(),
+        Err(None)
+    );
+    assert_eq!(store.get("conf/stale-absent").await.unwrap(), None);
+}
+
+async fn cas_delete(store: &dyn KvStore) {
+    let k = "conf/delete";
+    store.put(k, b"v".to_vec()).await.unwrap();
+    assert_eq!(
+        store
+            .compare_and_swap(k, Some(b"other"), None)
+            .await
+            .unwrap(),
+        Err(Some(b"v".to_vec()))
+    );
+    assert_eq!(store.get(k).await.unwrap(), Some(b"v".to_vec()));
+    assert_eq!(
+        store.compare_and_swap(k, Some(b"v"), None).await.unwrap(),
+        Ok(())
+    );
+    assert_eq!(store.get(k).await.unwrap(), None);
+    // Deleting again with a stale expectation reports absence.
+    assert_eq!(
+        store.compare_and_swap(k, Some(b"v"), None).await.unwrap(),
+        Err(None)
+    );
+    // The key can be re-created after deletion.
+    assert_eq!(
+        store
+            .compare_and_swap(k, None, Some(b"w".to_vec()))
+            .await
+            .unwrap(),
+        Ok(())
+    );
+    assert_eq!(store.get(k).await.unwrap(), Some(b"w".to_vec()));
+}
+
+async fn get_put_remove(store: &dyn KvStore) {
+    let k = "conf/gpr";
+    assert_eq!(store.get(k).await.unwrap(), None);
+    store.put(k, b"1".to_vec()).await.unwrap();
+    assert_eq!(store.get(k).await.unwrap(), Some(b"1".to_vec()));
+    store.put(k, b"2".to_vec()).await.unwrap();
+    assert_eq!(store.get(k).await.unwrap(), Some(b"2".to_vec()));
+    store.remove(k).await.unwrap();
+    assert_eq!(store.get(k).await.unwrap(), None);
+    // Removing an absent key succeeds.
+    store.remove(k).await.unwrap();
+    // Binary values and non-ASCII keys round-trip.
+    let bin: Vec<u8> = (0..=255).collect();
+    store.put("conf/gpr/ключ/😀", bin.clone()).await.unwrap();
+    assert_eq!(store.get("conf/gpr/ключ/😀").await.unwrap(), Some(bin));
+    store.remove("conf/gpr/ключ/😀").await.unwrap();
+}
+
+async fn scan_prefix_order_isolation_limit(store: &dyn KvStore) {
+    // Inserted out of order; some keys share a textual prefix without
+    // belonging to the scanned "directory".
+    for k in [
+        "conf/scan/b",
+        "conf/scan/a",
+        "conf/scan/c/1",
+        "conf/scan/é",
+        "conf/scan/A",
+        "conf/scan",
+        "conf/scanx/a",
+        "conf/sca",
+        "conf/scan/c",
+    ] {
+        store.put(k, k.as_bytes().to_vec()).await.unwrap();
+    }
+    let got = store.scan_prefix("conf/scan/", usize::MAX).await.unwrap();
+    let keys: Vec<&str> = got.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "conf/scan/A",
+            "conf/scan/a",
+            "conf/scan/b",
+            "conf/scan/c",
+            "conf/scan/c/1",
+            "conf/scan/é"
+        ]
+    );
+    for (k, v) in &got {
+        assert_eq!(v, k.as_bytes());
+    }
+    // Limit keeps the first keys in order.
+    let limited = store.scan_prefix("conf/scan/", 2).await.unwrap();
+    assert_eq!(
+        limited,
+        vec![
+            ("conf/scan/A".to_owned(), b"conf/scan/A".to_vec()),
+            ("conf/scan/a".to_owned(), b"conf/scan/a".to_vec()),
+        ]
+    );
+    assert!(store.scan_prefix("conf/scan/", 0).await.unwrap().is_empty());
+    // A prefix that is itself a key includes it.
+    let with_self = store.scan_prefix("conf/scan", usize::MAX).await.unwrap();
+    assert_eq!(with_self.len(), 8);
+    assert_eq!(with_self[0].0, "conf/scan");
+    assert_eq!(with_self[7].0, "conf/scanx/a");
+    // No match.
+    assert!(
+        store
+            .scan_prefix("conf/none/", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Removed keys disappear from scans.
+    store.remove("conf/scan/b").await.unwrap();
+    let after = store.scan_prefix("conf/scan/", usize::MAX).await.unwrap();
+    assert_eq!(after.len(), 5);
+    assert!(after.iter().all(|(k, _)| k != "conf/scan/b"));
+}
+
+async fn scan_range_bounds_and_paging(store: &dyn KvStore) {
+    for i in 0..25 {
+        store
+            .put(&format!("conf/range/{i:02}"), vec![i as u8])
+            .await
+            .unwrap();
+    }
+    store.put("conf/rangf", b"after".to_vec()).await.unwrap();
+    let keys = |v: Vec<(String, Vec<u8>)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+    // Half-open bounds.
+    let got = store
+        .scan_range("conf/range/03", Some("conf/range/06"), usize::MAX)
+        .await
+        .unwrap();
+    assert_eq!(
+        got,
+        vec![
+            ("conf/range/03".to_owned(), vec![3]),
+            ("conf/range/04".to_owned(), vec![4]),
+            ("conf/range/05".to_owned(), vec![5]),
+        ]
+    );
+    // Empty and inverted ranges.
+    assert!(
+        store
+            .scan_range("conf/range/06", Some("conf/range/06"), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .scan_range("conf/range/09", Some("conf/range/02"), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .scan_range("conf/range/", None, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // No upper bound runs past the prefix.
+    let open = keys(store.scan_range("conf/range/24", None, 2).await.unwrap());
+    assert_eq!(open, ["conf/range/24", "conf/rangf"]);
+    // Paging visits every key once, in order.
+    let mut seen = Vec::new();
+    let mut start = "conf/range/".to_owned();
+    loop {
+        let page = keys(
+            store
+                .scan_range(&start, Some("conf/range0"), 7)
+                .await
+                .unwrap(),
+        );
+        let full = page.len() == 7;
+        if let Some(last) = page.last() {
+            start = format!("{last}\0");
+        }
+        seen.extend(page);
+        if !full {
+            break;
+        }
+    }
+    let want: Vec<String> = (0..25).map(|i| format!("conf/range/{i:02}")).collect();
+    assert_eq!(seen, want);
+}
+
+async fn cas_race_single_winner(store: Arc<dyn KvStore>) {
+    const N: usize = 32;
+    let key = "conf/race";
+    let barrier = Arc::new(tokio::sync::Barrier::new(N));
+    let mut tasks = Vec::new();
+    for i in 0..N {
+        let store = store.clone();
+        let barrier = barrier.clone();
+        tasks.push(tokio::spawn(async move {
+            let mine = format!("task-{i}").into_bytes();
+            barrier.wait().await;
+            let r = store
+                .compare_and_swap(key, None, Some(mine.clone()))
+                .await
+                .unwrap();
+            (mine, r)
+        }));
+    }
+    let mut winners = Vec::new();
+    let mut losers = Vec::new();
+    for t in tasks {
+        let (mine, r) = t.await.unwrap();
+        match r {
+            Ok(()) => winners.push(mine),
+            Err(current) => losers.push(current),
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one CAS insert must win");
+    assert_eq!(losers.len(), N - 1);
+    let winner = winners.pop().unwrap();
+    for current in losers {
+        assert_eq!(
+            current.as_ref(),
+            Some(&winner),
+            "a loser must see the winner's value"
+        );
+    }
+    assert_eq!(store.get(key).await.unwrap(), Some(winner));
+}
+
+async fn cas_increment_race_loses_nothing(store: Arc<dyn KvStore>) {
+    const TASKS: u64 = 16;
+    const PER_TASK: u64 = 16;
+    let key = "conf/counter";
+    let barrier = Arc::new(tokio::sync::Barrier::new(TASKS as usize));
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let store = store.clone();
+        let barrier = barrier.clone();
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            let mut retries = 0u64;
+            for _ in 0..PER_TASK {
+                let mut current = store.get(key).await.unwrap();
+                loop {
+                    let n = current
+                        .as_deref()
+                        .map(|b| u64::from_be_bytes(b.try_into().unwrap()))
+                        .unwrap_or(0);
+                    let next = (n + 1).to_be_bytes().to_vec();
+                    match store
+                        .compare_and_swap(key, current.as_deref(), Some(next))
+                        .await
+                        .unwrap()
+                    {
+                        Ok(()) => break,
+                        Err(actual) => {
+                            retries += 1;
+                            current = actual;
+                        }
+                    }
+                }
+            }
+            retries
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let v = store.get(key).await.unwrap().unwrap();
+    assert_eq!(
+        u64::from_be_bytes(v.as_slice().try_into().unwrap()),
+        TASKS * PER_TASK,
+        "no increment may be lost"
+    );
+}

@@ -1,0 +1,238 @@
+//! A small durable key-value store with compare-and-swap.
+//!
+//! The effect-claim state machine and usage records are built on the
+//! [`KvStore`] trait. Keys are UTF-8 strings; values are bytes. Three
+//! backends exist: [`MemoryStore`] (tests, ephemeral runs), [`SledStore`]
+//! (on disk, embedded, one process; durable before every successful write
+//! returns, and no read returns a value that is not yet durable) and,
+//! with the default-on cargo feature `postgres`, `PostgresStore` (many
+//! executors sharing one database). [`open`] picks one from a spec string.
+//!
+//! Every backend must pass the same conformance suite
+//! (`store::conformance::run_all`).
+
+#[doc(hidden)]
+pub mod conformance;
+mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
+mod sled;
+
+pub use self::sled::{SledOptions, SledStore};
+pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresOptions, PostgresStore};
+
+/// Whether `spec` names a PostgreSQL store (`postgres://…` or
+/// `postgresql://…`) rather than a sled directory.
+pub fn is_postgres_url(spec: &str) -> bool {
+    spec.starts_with("postgres://") || spec.starts_with("postgresql://")
+}
+
+/// Opens the store that `spec` names:
+///
+/// - `postgres://…` or `postgresql://…`: a [`PostgresStore`](postgres) (see
+///   its module docs for the URL form, TLS policy and the `wop_schema` /
+///   `wop_pool` parameters). The schema is created or migrated before this
+///   returns (on a helper thread, so this works with or without a running
+///   tokio runtime); pooled connections are then made lazily on the
+///   caller's runtime. Without the `postgres` feature: `Unavailable`.
+/// - anything else: a directory path for a [`SledStore`] (created if
+///   missing; the default backend).
+///
+/// Errors never contain the URL's password.
+pub fn open(spec: &str) -> Result<std::sync::Arc<dyn KvStore>, StoreError> {
+    if is_postgres_url(spec) {
+        #[cfg(feature = "postgres")]
+        {
+            return Ok(std::sync::Arc::new(PostgresStore::connect_blocking(spec)?));
+        }
+        #[cfg(not(feature = "postgres"))]
+        {
+            return Err(StoreError::Unavailable(
+                "this build of wop-effects has no PostgreSQL support (cargo feature `postgres`)"
+                    .to_owned(),
+            ));
+        }
+    }
+    if spec.is_empty() {
+        return Err(StoreError::Unavailable(
+            "empty store spec: give a directory or a postgres:// URL".to_owned(),
+        ));
+    }
+    Ok(std::sync::Arc::new(SledStore::open(std::path::Path::new(
+        spec,
+    ))?))
+}
+
+/// Why a store operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// Reading or writing the backing storage failed.
+    #[error("store I/O error: {0}")]
+    Io(String),
+    /// The stored data is not what the store expects (e.g. a non-UTF-8 key).
+    #[error("store data is corrupt: {0}")]
+    Corrupt(String),
+    /// The store cannot be used right now (e.g. locked by another process).
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// The result of [`KvStore::compare_and_swap`]: `Ok(())` if the swap
+/// happened, otherwise `Err(current value)`.
+pub type CasResult = Result<(), Option<Vec<u8>>>;
+
+/// A durable key-value store with atomic compare-and-swap.
+#[async_trait::async_trait]
+pub trait KvStore: Send + Sync {
+    /// Atomically: if the current value of `key` equals `expected` (`None` =
+    /// absent), replace it with `new` (`None` = delete) and return
+    /// `Ok(Ok(()))`. Otherwise change nothing and return `Ok(Err(current))`.
+    /// A successful swap is durable (on disk for persistent backends)
+    /// before this returns.
+    async fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<Vec<u8>>,
+    ) -> Result<CasResult, StoreError>;
+
+    /// The current value of `key`, if any.
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Unconditional durable write.
+    async fn put(&self, key: &str, value: Vec<u8>) -> Result<(), StoreError>;
+
+    /// Durable delete (deleting an absent key succeeds).
+    async fn remove(&self, key: &str) -> Result<(), StoreError>;
+
+    /// All `(key, value)` pairs whose key starts with `prefix`, in key
+    /// (byte) order, at most `limit` of them.
+    async fn scan_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
+
+    /// All `(key, value)` pairs with `start <= key < end` (`end = None`:
+    /// no upper bound), in key (byte) order, at most `limit` of them. For
+    /// paging: the next page starts at the last key returned plus `"\0"`.
+    async fn scan_range(
+        &self,
+        start: &str,
+        end: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
+
+    /// A short name for messages (`"memory"`, `"sled"`, `"postgres"`).
+    fn backend(&self) -> &'static str;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn memory_conformance() {
+        conformance::run_all(Arc::new(MemoryStore::new())).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn sled_conformance() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(&dir.path().join("db")).unwrap();
+        conformance::run_all(Arc::new(store)).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn sled_conformance_without_group_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open_with(
+            &dir.path().join("db"),
+            SledOptions {
+                group_commit: false,
+            },
+        )
+        .unwrap();
+        conformance::run_all(Arc::new(store)).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn open_picks_sled_for_a_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path().join("db").to_str().unwrap()).unwrap();
+        assert_eq!(store.backend(), "sled");
+        conformance::run_all(store).await;
+        assert!(open("").is_err());
+    }
+
+    #[cfg(feature = "postgres")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn postgres_conformance() {
+        let Some(url) = conformance::postgres_test_url("postgres_conformance") else {
+            return;
+        };
+        let store = PostgresStore::connect(&url).await.unwrap();
+        conformance::run_all(Arc::new(store)).await;
+    }
+
+    #[cfg(feature = "postgres")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn open_picks_postgres_for_a_url_and_migrates_once() {
+        let Some(url) = conformance::postgres_test_url("open_postgres") else {
+            return;
+        };
+        let store = open(&url).unwrap();
+        assert_eq!(store.backend(), "postgres");
+        store.put("k", b"v".to_vec()).await.unwrap();
+        // Reopening (an already migrated schema) keeps the data.
+        let again = open(&url).unwrap();
+        assert_eq!(again.get("k").await.unwrap(), Some(b"v".to_vec()));
+        // Several executors starting at once: the advisory lock serializes
+        // the migration.
+        let url2 = format!("{url}x");
+        let mut tasks = Vec::new();
+        for _ in 0..4 {
+            let u = url2.clone();
+            tasks.push(tokio::spawn(
+                async move { PostgresStore::connect(&u).await },
+            ));
+        }
+        for t in tasks {
+            t.await.unwrap().unwrap();
+        }
+        // Bad credentials: an error without the password.
+        let bad = url.replacen("://wop:", "://wop:wrong-secret-", 1);
+        if bad != url {
+            let msg = match open(&bad) {
+                Err(e) => e.to_string(),
+                Ok(_) => panic!("opened with a wrong password"),
+            };
+            assert!(!msg.contains("wrong-secret"), "{msg}");
+        }
+    }
+
+    #[cfg(feature = "postgres")]
+    #[tokio::test]
+    async fn postgres_refuses_newer_schema() {
+        let Some(url) = conformance::postgres_test_url("newer_schema") else {
+            return;
+        };
+        let store = PostgresStore::connect(&url).await.unwrap();
+        drop(store);
+        let schema = url.rsplit("wop_schema=").next().unwrap().to_owned();
+        let admin = PostgresStore::connect(&url).await.unwrap();
+        // Bump the version behind wop's back through the store's own table.
+        admin
+            .raw_execute_for_tests(&format!(
+                "UPDATE \"{schema}\".wop_schema SET version = version + 1 WHERE component = 'kv'"
+            ))
+            .await
+            .unwrap();
+        let err = PostgresStore::connect(&url).await.unwrap_err();
+        assert!(matches!(err, StoreError::Unavailable(_)), "{err}");
+        assert!(err.to_string().contains("newer"), "{err}");
+    }
+}

@@ -1,0 +1,765 @@
+//! A [`KvStore`] on PostgreSQL, for many executors sharing one store.
+//!
+//! ## Schema
+//!
+//! One table, `wop_kv(key BYTEA PRIMARY KEY, value BYTEA NOT NULL)`. Keys
+//! are stored as their UTF-8 bytes, so the primary-key b-tree orders them
+//! exactly as the trait requires (byte order) whatever the database's
+//! collation, and serves prefix scans as a range `key >= prefix AND key <
+//! successor(prefix)`. A second table, `wop_schema(component, version)`,
+//! holds the schema version; [`PostgresStore::connect`] creates or migrates
+//! the schema at start, under a transaction-scoped advisory lock so that
+//! executors starting together do not race, and refuses a schema newer than
+//! this build knows.
+//!
+//! ## Atomicity and durability
+//!
+//! Every operation is one auto-committed statement (the client loops only
+//! to report a conflicting value): insert-if-absent is `INSERT … ON
+//! CONFLICT DO NOTHING`, compare-and-set is `UPDATE … WHERE key = $1 AND
+//! value = $old` (or `DELETE … WHERE value = $old`). Under PostgreSQL's
+//! default `READ COMMITTED`, a concurrent writer's row is re-checked after
+//! it commits, so at most one compare-and-swap from the same expected value
+//! wins. A statement returns after its commit, which with the server's
+//! default `synchronous_commit = on` is flushed to the WAL: a successful
+//! write is durable before it returns, and a read only ever sees committed
+//! (hence durable) data.
+//!
+//! ## Connection URL and TLS
+//!
+//! `postgres://user:password@host:port/db?…` or `postgresql://…`, with any
+//! parameter `tokio-postgres` understands, plus two of ours that are
+//! removed before connecting: `wop_schema=<name>` (put the tables in that
+//! PostgreSQL schema, created if missing; default: the connection's
+//! `search_path`, normally `public`) and `wop_pool=<n>` (most pooled
+//! connections, default 16).
+//!
+//! No TLS stack is compiled in. A URL whose hosts are all loopback
+//! (`localhost`, `127.0.0.0/8`, `::1`) or unix-socket directories is
+//! accepted. A URL naming any other host is **refused** unless it says
+//! `sslmode=disable`, the operator's explicit statement that cleartext to
+//! that host is acceptable (e.g. a private link or a TLS-terminating
+//! sidecar). Passwords never appear in error messages.
+
+use super::{CasResult, KvStore, StoreError};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use std::str::FromStr;
+use std::time::Duration;
+use tokio_postgres::NoTls;
+use tokio_postgres::config::{Host, SslMode};
+
+/// The schema version this build writes and understands.
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// Migrations, in order: `MIGRATIONS[i]` brings version `i` to `i + 1`.
+/// `{s}` is replaced by the schema qualifier (`"name".` or nothing).
+const MIGRATIONS: &[&str] = &["CREATE TABLE IF NOT EXISTS {s}wop_kv (
+        key BYTEA PRIMARY KEY,
+        value BYTEA NOT NULL
+    )"];
+
+/// Advisory lock id taken while creating or migrating the schema.
+const MIGRATION_LOCK: i64 = 0x776f_705f_6b76; // "wop_kv"
+
+/// Options of [`PostgresStore::connect_with`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostgresOptions {
+    /// The PostgreSQL schema (namespace) holding the tables, created if
+    /// missing. `None` (the default): the connection's `search_path`.
+    /// Letters, digits and `_` only, starting with a letter or `_`.
+    pub schema: Option<String>,
+    /// Most pooled connections (default 16).
+    pub max_connections: usize,
+    /// How long to wait for a connection, new or pooled (default 10 s).
+    pub connect_timeout: Duration,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        Self {
+            schema: None,
+            max_connections: 16,
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A [`KvStore`] in a PostgreSQL database (see the module docs).
+pub struct PostgresStore {
+    pool: Pool,
+    /// `"schema".` or empty.
+    qualifier: String,
+    /// The URL with the password replaced, for messages.
+    display: String,
+    sql: Sql,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("url", &self.display)
+            .field("qualifier", &self.qualifier)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The statements, with the table name filled in.
+struct Sql {
+    get: String,
+    put: String,
+    remove: String,
+    insert_if_absent: String,
+    update_if: String,
+    delete_if: String,
+    scan_range: String,
+    scan_from: String,
+}
+
+impl Sql {
+    fn new(q: &str) -> Self {
+        let t = format!("{q}wop_kv");
+        Sql {
+            get: format!("SELECT value FROM {t} WHERE key = $1"),
+            put: format!(
+                "INSERT INTO {t} (key, value) VALUES ($1, $2) \
+                 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+            ),
+            remove: format!("DELETE FROM {t} WHERE key = $1"),
+            insert_if_absent: format!(
+                "INSERT INTO {t} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING"
+            ),
+            update_if: format!("UPDATE {t} SET value = $3 WHERE key = $1 AND value = $2"),
+            delete_if: format!("DELETE FROM {t} WHERE key = $1 AND value = $2"),
+            scan_range: format!(
+                "SELECT key, value FROM {t} WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3"
+            ),
+            scan_from: format!("SELECT key, value FROM {t} WHERE key >= $1 ORDER BY key LIMIT $2"),
+        }
+    }
+}
+
+/// A parsed store URL: the driver's config plus our own parameters.
+struct Parsed {
+    config: tokio_postgres::Config,
+    options: PostgresOptions,
+    display: String,
+}
+
+/// `url` with the password (if any) replaced by `***`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, tail) = match rest.find(['/', '?']) {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let mut out = format!("{scheme}://");
+    match authority.rsplit_once('@') {
+        Some((userinfo, hosts)) => {
+            match userinfo.split_once(':') {
+                Some((user, _)) => out.push_str(&format!("{user}:***@")),
+                None => out.push_str(&format!("{userinfo}@")),
+            }
+            out.push_str(hosts);
+        }
+        None => out.push_str(authority),
+    }
+    // A password can also be a query parameter.
+    let tail: Vec<String> = match tail.split_once('?') {
+        Some((path, query)) => {
+            let q: Vec<String> = query
+                .split('&')
+                .map(|kv| {
+                    if kv.starts_with("password=") {
+                        "password=***".to_owned()
+                    } else {
+                        kv.to_owned()
+                    }
+                })
+                .collect();
+            vec![path.to_owned(), "?".to_owned(), q.join("&")]
+        }
+        None => vec![tail.to_owned()],
+    };
+    out.push_str(&tail.concat());
+    out
+}
+
+fn valid_schema_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && s.len() <= 63
+}
+
+fn parse(url: &str, mut options: PostgresOptions) -> Result<Parsed, StoreError> {
+    let display = redact_url(url);
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return Err(StoreError::Unavailable(format!(
+            "not a PostgreSQL URL (postgres://… or postgresql://…): {display}"
+        )));
+    }
+    // Take our own parameters out of the query string.
+    let driver_url = match url.split_once('?') {
+        None => url.to_owned(),
+        Some((base, query)) => {
+            let mut kept = Vec::new();
+            for kv in query.split('&').filter(|kv| !kv.is_empty()) {
+                if let Some(v) = kv.strip_prefix("wop_schema=") {
+                    options.schema = Some(v.to_owned());
+                } else if let Some(v) = kv.strip_prefix("wop_pool=") {
+                    options.max_connections =
+                        v.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                            StoreError::Unavailable(format!(
+                                "wop_pool must be a positive number of connections in {display}"
+                            ))
+                        })?;
+                } else {
+                    kept.push(kv);
+                }
+            }
+            if kept.is_empty() {
+                base.to_owned()
+            } else {
+                format!("{base}?{}", kept.join("&"))
+            }
+        }
+    };
+    if let Some(s) = &options.schema
+        && !valid_schema_name(s)
+    {
+        return Err(StoreError::Unavailable(format!(
+            "invalid PostgreSQL schema name {s:?} (letters, digits and _; at most 63)"
+        )));
+    }
+    let mut config = tokio_postgres::Config::from_str(&driver_url)
+        .map_err(|e| StoreError::Unavailable(format!("invalid PostgreSQL URL {display}: {e}")))?;
+    if config.get_hosts().is_empty() && config.get_hostaddrs().is_empty() {
+        return Err(StoreError::Unavailable(format!(
+            "the PostgreSQL URL {display} names no host"
+        )));
+    }
+    let remote: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .filter_map(|h| match h {
+            Host::Tcp(name) if !is_loopback_name(name) => Some(name.clone()),
+            _ => None,
+        })
+        .chain(
+            config
+                .get_hostaddrs()
+                .iter()
+                .filter(|a| !a.is_loopback())
+                .map(|a| a.to_string()),
+        )
+        .collect();
+    if !remote.is_empty() && config.get_ssl_mode() != SslMode::Disable {
+        return Err(StoreError::Unavailable(format!(
+            "refusing PostgreSQL URL {display}: host {} is not loopback and this build has no \
+             TLS; add sslmode=disable to accept cleartext to it, or reach it through a local \
+             TLS tunnel",
+            remote.join(", ")
+        )));
+    }
+    if config.get_ssl_mode() != SslMode::Disable {
+        // Loopback without TLS: do not even attempt the TLS handshake.
+        config.ssl_mode(SslMode::Disable);
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("wop");
+    }
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(options.connect_timeout);
+    }
+    Ok(Parsed {
+        config,
+        options,
+        display,
+    })
+}
+
+fn is_loopback_name(name: &str) -> bool {
+    let name = name.trim_start_matches('[').trim_end_matches(']');
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|a| a.is_loopback())
+}
+
+fn qualifier(options: &PostgresOptions) -> String {
+    options
+        .schema
+        .as_ref()
+        .map(|s| format!("\"{s}\"."))
+        .unwrap_or_default()
+}
+
+fn pg_error(display: &str, what: &str, e: &tokio_postgres::Error) -> StoreError {
+    let unavailable = e.is_closed()
+        || e.as_db_error().is_some_and(|d| {
+            let c = d.code().code();
+            c.starts_with("08") || c.starts_with("57") || c.starts_with("53")
+        })
+        || e.as_db_error().is_none();
+    // The driver's Display of a database error is only "db error"; use the
+    // server's message.
+    let msg = match e.as_db_error() {
+        Some(d) => format!("{}: {}", d.code().code(), d.message()),
+        None => e.to_string(),
+    };
+    let text = format!("{what} failed on PostgreSQL store {display}: {msg}");
+    if unavailable {
+        StoreError::Unavailable(text)
+    } else {
+        StoreError::Io(text)
+    }
+}
+
+/// Creates or migrates the schema over one dedicated connection.
+async fn migrate(parsed: &Parsed) -> Result<(), StoreError> {
+    let display = &parsed.display;
+    let (mut client, connection) = parsed
+        .config
+        .connect(NoTls)
+        .await
+        .map_err(|e| pg_error(display, "connecting", &e))?;
+    let conn = tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(error = %e, "migration connection ended");
+        }
+    });
+    let r = migrate_on(&mut client, parsed).await;
+    drop(client);
+    let _ = conn.await;
+    r
+}
+
+async fn migrate_on(
+    client: &mut tokio_postgres::Client,
+    parsed: &Parsed,
+) -> Result<(), StoreError> {
+    let display = &parsed.display;
+    let e = |what: &'static str| move |e: tokio_postgres::Error| pg_error(display, what, &e);
+    let q = qualifier(&parsed.options);
+    let tx = client.transaction().await.map_err(e("begin migration"))?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .map_err(e("taking the migration lock"))?;
+    if let Some(s) = &parsed.options.schema {
+        tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{s}\""))
+            .await
+            .map_err(e("creating the schema"))?;
+    }
+    tx.batch_execute(&format!(
+        "CREATE TABLE IF NOT EXISTS {q}wop_schema (
+            component TEXT PRIMARY KEY,
+            version INTEGER NOT NULL,
+            migrated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+        )"
+    ))
+    .await
+    .map_err(e("creating the schema table"))?;
+    let row = tx
+        .query_opt(
+            &format!("SELECT version FROM {q}wop_schema WHERE component = 'kv'"),
+            &[],
+        )
+        .await
+        .map_err(e("reading the schema version"))?;
+    let current: i32 = match row {
+        Some(r) => r.try_get(0).map_err(e("reading the schema version"))?,
+        None => 0,
+    };
+    if current > SCHEMA_VERSION {
+        return Err(StoreError::Unavailable(format!(
+            "PostgreSQL store {display} has schema version {current}, newer than this build of \
+             wop understands ({SCHEMA_VERSION}); upgrade wop"
+        )));
+    }
+    for (i, m) in MIGRATIONS.iter().enumerate().skip(current.max(0) as usize) {
+        tx.batch_execute(&m.replace("{s}", &q))
+            .await
+            .map_err(e("migrating the schema"))?;
+        tracing::info!(store = %parsed.display, to = i + 1, "PostgreSQL store schema migrated");
+    }
+    if current != SCHEMA_VERSION {
+        tx.execute(
+            &format!(
+                "INSERT INTO {q}wop_schema (component, version) VALUES ('kv', $1) \
+                 ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version, \
+                 migrated_at = now()"
+            ),
+            &[&SCHEMA_VERSION],
+        )
+        .await
+        .map_err(e("recording the schema version"))?;
+    }
+    tx.commit().await.map_err(e("committing the migration"))
+}
+
+fn build_pool(parsed: &Parsed) -> Result<Pool, StoreError> {
+    let mgr = Manager::from_config(
+        parsed.config.clone(),
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(mgr)
+        .max_size(parsed.options.max_connections)
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(parsed.options.connect_timeout))
+        .create_timeout(Some(parsed.options.connect_timeout))
+        .build()
+        .map_err(|e| {
+            StoreError::Unavailable(format!(
+                "cannot build the connection pool for {}: {e}",
+                parsed.display
+            ))
+        })
+}
+
+/// The smallest byte string greater than every string starting with
+/// `prefix`, or `None` if there is none (empty or all-0xFF prefix).
+fn successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut s = prefix.to_vec();
+    while let Some(last) = s.pop() {
+        if last < 0xFF {
+            s.push(last + 1);
+            return Some(s);
+        }
+    }
+    None
+}
+
+/// Bound on the conflict-reporting loop of one compare-and-swap (each turn
+/// means another writer changed the key in between).
+const MAX_CAS_TURNS: usize = 1000;
+
+impl PostgresStore {
+    /// Connects to `url` (see the module docs for the accepted form), then
+    /// creates or migrates the schema.
+    pub async fn connect(url: &str) -> Result<PostgresStore, StoreError> {
+        Self::connect_with(url, PostgresOptions::default()).await
+    }
+
+    /// Like [`connect`](Self::connect) with `options`; parameters in the URL
+    /// (`wop_schema`, `wop_pool`) override them.
+    pub async fn connect_with(
+        url: &str,
+        options: PostgresOptions,
+    ) -> Result<PostgresStore, StoreError> {
+        let parsed = parse(url, options)?;
+        migrate(&parsed).await?;
+        Self::from_parsed(&parsed)
+    }
+
+    /// For callers without an async context: parses, migrates on a helper
+    /// thread with its own runtime, and returns a store whose pool connects
+    /// lazily on the caller's runtime.
+    pub(crate) fn connect_blocking(url: &str) -> Result<PostgresStore, StoreError> {
+        let parsed = parse(url, PostgresOptions::default())?;
+        let display = parsed.display.clone();
+        let migrated = std::thread::scope(|s| {
+            s.spawn(|| {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| {
+                        StoreError::Unavailable(format!("cannot start a runtime to migrate: {e}"))
+                    })?;
+                rt.block_on(migrate(&parsed))
+            })
+            .join()
+        });
+        match migrated {
+            Ok(r) => r?,
+            Err(_) => {
+                return Err(StoreError::Unavailable(format!(
+                    "the migration of PostgreSQL store {display} did not complete"
+                )));
+            }
+        }
+        Self::from_parsed(&parsed)
+    }
+
+    fn from_parsed(parsed: &Parsed) -> Result<PostgresStore, StoreError> {
+        let qualifier = qualifier(&parsed.options);
+        Ok(PostgresStore {
+            pool: build_pool(parsed)?,
+            sql: Sql::new(&qualifier),
+            qualifier,
+            display: parsed.display.clone(),
+        })
+    }
+
+    /// The store URL with its password redacted.
+    pub fn display_url(&self) -> &str {
+        &self.display
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool.get().await.map_err(|e| match e {
+            deadpool_postgres::PoolError::Backend(e) => pg_error(&self.display, "connecting", &e),
+            e => StoreError::Unavailable(format!(
+                "no connection to PostgreSQL store {}: {e}",
+                self.display
+            )),
+        })
+    }
+
+    fn err(&self, what: &str) -> impl Fn(tokio_postgres::Error) -> StoreError + '_ {
+        let what = what.to_owned();
+        move |e| pg_error(&self.display, &what, &e)
+    }
+
+    async fn current(
+        &self,
+        client: &deadpool_postgres::Object,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let st = client
+            .prepare_cached(&self.sql.get)
+            .await
+            .map_err(self.err("prepare"))?;
+        let row = client
+            .query_opt(&st, &[&key])
+            .await
+            .map_err(self.err("get"))?;
+        match row {
+            Some(r) => Ok(Some(r.try_get::<_, Vec<u8>>(0).map_err(self.err("get"))?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Runs one statement (tests only).
+    #[cfg(test)]
+    pub(crate) async fn raw_execute_for_tests(&self, sql: &str) -> Result<u64, StoreError> {
+        let client = self.client().await?;
+        client.execute(sql, &[]).await.map_err(self.err("execute"))
+    }
+
+    fn decode_key(&self, key: Vec<u8>) -> Result<String, StoreError> {
+        String::from_utf8(key).map_err(|e| {
+            StoreError::Corrupt(format!(
+                "PostgreSQL store {} holds a non-UTF-8 key ({}); it was not written by wop",
+                self.display,
+                hex::encode(e.as_bytes())
+            ))
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl KvStore for PostgresStore {
+    async fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<Vec<u8>>,
+    ) -> Result<CasResult, StoreError> {
+        let client = self.client().await?;
+        let k = key.as_bytes();
+        let (sql, what) = match (&expected, &new) {
+            (None, Some(_)) => (&self.sql.insert_if_absent, "insert-if-absent"),
+            (Some(_), Some(_)) => (&self.sql.update_if, "compare-and-set"),
+            (Some(_), None) => (&self.sql.delete_if, "compare-and-delete"),
+            (None, None) => {
+                // "Delete if absent": nothing to write.
+                return Ok(match self.current(&client, k).await? {
+                    None => Ok(()),
+                    Some(v) => Err(Some(v)),
+                });
+            }
+        };
+        let st = client
+            .prepare_cached(sql)
+            .await
+            .map_err(self.err("prepare"))?;
+        for _ in 0..MAX_CAS_TURNS {
+            let changed = match (&expected, &new) {
+                (None, Some(v)) => client.execute(&st, &[&k, v]).await,
+                (Some(old), Some(v)) => client.execute(&st, &[&k, old, v]).await,
+                (Some(old), None) => client.execute(&st, &[&k, old]).await,
+                (None, None) => Ok(0),
+            }
+            .map_err(self.err(what))?;
+            if changed == 1 {
+                return Ok(Ok(()));
+            }
+            // Lost: report the value that beat us. If it has meanwhile
+            // become what we expected (deleted again, or changed back), our
+            // statement would now succeed: try it again.
+            let current = self.current(&client, k).await?;
+            if current.as_deref() != expected {
+                return Ok(Err(current));
+            }
+        }
+        Err(StoreError::Unavailable(format!(
+            "compare-and-swap of {key} on PostgreSQL store {} kept racing with other writers",
+            self.display
+        )))
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let client = self.client().await?;
+        self.current(&client, key.as_bytes()).await
+    }
+
+    async fn put(&self, key: &str, value: Vec<u8>) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let st = client
+            .prepare_cached(&self.sql.put)
+            .await
+            .map_err(self.err("prepare"))?;
+        client
+            .execute(&st, &[&key.as_bytes(), &value])
+            .await
+            .map_err(self.err("put"))?;
+        Ok(())
+    }
+
+    async fn remove(&self, key: &str) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let st = client
+            .prepare_cached(&self.sql.remove)
+            .await
+            .map_err(self.err("prepare"))?;
+        client
+            .execute(&st, &[&key.as_bytes()])
+            .await
+            .map_err(self.err("remove"))?;
+        Ok(())
+    }
+
+    async fn scan_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let client = self.client().await?;
+        let from = prefix.as_bytes();
+        let rows = match successor(from) {
+            Some(to) => {
+                let st = client
+                    .prepare_cached(&self.sql.scan_range)
+                    .await
+                    .map_err(self.err("prepare"))?;
+                client.query(&st, &[&from, &to, &limit]).await
+            }
+            None => {
+                let st = client
+                    .prepare_cached(&self.sql.scan_from)
+                    .await
+                    .map_err(self.err("prepare"))?;
+                client.query(&st, &[&from, &limit]).await
+            }
+        }
+        .map_err(self.err("scan"))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            let k: Vec<u8> = r.try_get(0).map_err(self.err("scan"))?;
+            let v: Vec<u8> = r.try_get(1).map_err(self.err("scan"))?;
+            out.push((self.decode_key(k)?, v));
+        }
+        Ok(out)
+    }
+
+    async fn scan_range(
+        &self,
+        start: &str,
+        end: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        if limit == 0 || end.is_some_and(|e| e <= start) {
+            return Ok(Vec::new());
+        }
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let client = self.client().await?;
+        let from = start.as_bytes();
+        let rows = match end {
+            Some(to) => {
+                let st = client
+                    .prepare_cached(&self.sql.scan_range)
+                    .await
+                    .map_err(self.err("prepare"))?;
+                client.query(&st, &[&from, &to.as_bytes(), &limit]).await
+            }
+            None => {
+                let st = client
+                    .prepare_cached(&self.sql.scan_from)
+                    .await
+                    .map_err(self.err("prepare"))?;
+                client.query(&st, &[&from, &limit]).await
+            }
+        }
+        .map_err(self.err("scan"))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            let k: Vec<u8> = r.try_get(0).map_err(self.err("scan"))?;
+            let v: Vec<u8> = r.try_get(1).map_err(self.err("scan"))?;
+            out.push((self.decode_key(k)?, v));
+        }
+        Ok(out)
+    }
+
+    fn backend(&self) -> &'static str {
+        "postgres"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redaction() {
+        assert_eq!(
+            redact_url("postgres://wop:s3cret@127.0.0.1:5432/wop"),
+            "postgres://wop:***@127.0.0.1:5432/wop"
+        );
+        assert_eq!(
+            redact_url("postgresql://u@h/db?password=x&sslmode=disable"),
+            "postgresql://u@h/db?password=***&sslmode=disable"
+        );
+        assert_eq!(redact_url("postgres://h"), "postgres://h");
+    }
+
+    #[test]
+    fn successor_of_prefix() {
+        assert_eq!(successor(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(successor(b"a\xff"), Some(b"b".to_vec()));
+        assert_eq!(successor(b""), None);
+        assert_eq!(successor(b"\xff\xff"), None);
+    }
+
+    #[test]
+    fn url_policy() {
+        let ok = |u: &str| parse(u, PostgresOptions::default()).map(|p| p.options);
+        assert!(ok("postgres://u:p@127.0.0.1:5432/db").is_ok());
+        assert!(ok("postgresql://u:p@localhost/db").is_ok());
+        assert!(ok("postgres://u:p@[::1]:5432/db").is_ok());
+        assert!(ok("postgres://u@%2Ftmp%2Fsock/db").is_ok());
+        let remote = ok("postgres://u:secret@db.example.com/db").unwrap_err();
+        let msg = remote.to_string();
+        assert!(
+            msg.contains("db.example.com") && msg.contains("sslmode=disable"),
+            "{msg}"
+        );
+        assert!(!msg.contains("secret"), "{msg}");
+        assert!(ok("postgres://u:p@10.0.0.5/db?sslmode=require").is_err());
+        assert!(ok("postgres://u:p@10.0.0.5/db?sslmode=disable").is_ok());
+        let o = ok("postgres://u@localhost/db?wop_schema=t_1&wop_pool=3&sslmode=disable").unwrap();
+        assert_eq!(o.schema.as_deref(), Some("t_1"));
+        assert_eq!(o.max_connections, 3);
+        assert!(ok("postgres://u@localhost/db?wop_schema=a;drop").is_err());
+        assert!(ok("postgres://u@localhost/db?wop_pool=0").is_err());
+        assert!(ok("mysql://u@localhost/db").is_err());
+    }
+}

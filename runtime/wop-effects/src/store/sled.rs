@@ -1,0 +1,643 @@
+//! A durable on-disk [`KvStore`] backed by [sled](https://docs.rs/sled).
+//!
+//! Every successful write (CAS, put, remove) is flushed to disk before it
+//! returns. With group commit (the default), writers whose writes complete
+//! while a flush is in progress share the next flush instead of each
+//! issuing their own: a writer takes a write generation after its write,
+//! then waits until a flush that *started* after that generation has
+//! completed. Only one task flushes at a time.
+//!
+//! **Reads never return a value that is not yet durable.** sled makes a
+//! write visible in its in-memory index before it is flushed, so without
+//! care a concurrent reader (or a losing compare-and-swap, which reports the
+//! current value) could see another writer's successful claim before it is
+//! on disk, act on it (replay a recorded result), and a crash could then
+//! lose the record. Every write therefore registers its key as *pending*
+//! before touching sled and unregisters it once a flush covers it; a read
+//! (`get`, a losing CAS, or a `scan_prefix` whose prefix covers a pending
+//! key) that finds its key pending first makes every write completed so far
+//! durable (sharing the group-commit flush), then returns. Reads of keys
+//! with no write in flight cost one uncontended mutex lookup more.
+
+use super::{CasResult, KvStore, StoreError};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// Options for [`SledStore::open_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SledOptions {
+    /// Share flushes between concurrent writers (see the module docs).
+    /// When off, every successful write issues its own flush.
+    pub group_commit: bool,
+}
+
+impl Default for SledOptions {
+    fn default() -> Self {
+        SledOptions { group_commit: true }
+    }
+}
+
+/// A key with writes that may not be durable yet.
+#[derive(Debug, Default)]
+struct Pending {
+    /// Writers between registering and taking their ticket.
+    writers: u32,
+    /// The highest ticket of a completed write to this key.
+    ticket: u64,
+}
+
+/// A durable [`KvStore`] in a sled database directory.
+///
+/// sled locks the directory: only one process (and one open `SledStore`)
+/// may use a path at a time.
+#[derive(Debug)]
+pub struct SledStore {
+    db: sled::Db,
+    path: PathBuf,
+    group_commit: bool,
+    /// Number of writes that have completed in the in-memory index.
+    written: AtomicU64,
+    /// All writes numbered `<= durable` are on disk.
+    durable: AtomicU64,
+    /// Held by the task that is flushing.
+    flush_lock: tokio::sync::Mutex<()>,
+    /// Flushes issued (for tests and benchmarks).
+    flushes: AtomicU64,
+    /// Flushes that completed successfully.
+    flushes_done: AtomicU64,
+    /// Reads that waited for a flush because their key was pending.
+    read_waits: AtomicU64,
+    /// Keys with writes that may not be durable yet.
+    pending: Mutex<HashMap<String, Pending>>,
+    flush_delay: std::time::Duration,
+}
+
+impl SledStore {
+    /// Opens (creating it and its parent directories if needed) the store at
+    /// `path` with default options (group commit on).
+    pub fn open(path: &Path) -> Result<SledStore, StoreError> {
+        Self::open_with(path, SledOptions::default())
+    }
+
+    /// Opens (creating it if needed) the store at `path` with `options`.
+    pub fn open_with(path: &Path, options: SledOptions) -> Result<SledStore, StoreError> {
+        std::fs::create_dir_all(path).map_err(|e| {
+            StoreError::Io(format!(
+                "cannot create store directory {}: {e}",
+                path.display()
+            ))
+        })?;
+        let db = sled::Config::new()
+            .path(path)
+            .open()
+            .map_err(|e| open_error(path, e))?;
+        Ok(SledStore {
+            db,
+            path: path.to_owned(),
+            group_commit: options.group_commit,
+            written: AtomicU64::new(0),
+            durable: AtomicU64::new(0),
+            flush_lock: tokio::sync::Mutex::new(()),
+            flushes: AtomicU64::new(0),
+            flushes_done: AtomicU64::new(0),
+            read_waits: AtomicU64::new(0),
+            pending: Mutex::new(HashMap::new()),
+            flush_delay: std::time::Duration::ZERO,
+        })
+    }
+
+    /// Makes every flush wait `delay` before it starts (tests only: widens
+    /// the window between a write becoming visible and its flush).
+    #[doc(hidden)]
+    pub fn with_flush_delay(mut self, delay: std::time::Duration) -> Self {
+        self.flush_delay = delay;
+        self
+    }
+
+    /// The directory this store lives in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How many flushes this store has issued since it was opened.
+    pub fn flushes(&self) -> u64 {
+        self.flushes.load(Ordering::Relaxed)
+    }
+
+    /// How many flushes have completed successfully since it was opened.
+    pub fn flushes_completed(&self) -> u64 {
+        self.flushes_done.load(Ordering::SeqCst)
+    }
+
+    /// How many reads waited for a flush because they read a key with a
+    /// write in flight.
+    pub fn read_waits(&self) -> u64 {
+        self.read_waits.load(Ordering::Relaxed)
+    }
+
+    fn pending(&self) -> MutexGuard<'_, HashMap<String, Pending>> {
+        // Every critical section leaves the map consistent.
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a write to `key` before it touches sled.
+    fn begin_write(&self, key: &str) {
+        self.pending().entry(key.to_owned()).or_default().writers += 1;
+    }
+
+    /// After the sled operation: `ticket` is the write's ticket if it
+    /// changed the store, `None` if it changed nothing.
+    fn end_write(&self, key: &str, ticket: Option<u64>) {
+        let durable = self.durable.load(Ordering::SeqCst);
+        let mut p = self.pending();
+        if let Some(e) = p.get_mut(key) {
+            e.writers = e.writers.saturating_sub(1);
+            if let Some(t) = ticket {
+                e.ticket = e.ticket.max(t);
+            }
+            if e.writers == 0 && e.ticket <= durable {
+                p.remove(key);
+            }
+        }
+    }
+
+    /// Whether a value of `key` just read may not be durable yet.
+    fn is_pending(&self, key: &str) -> bool {
+        let durable = self.durable.load(Ordering::SeqCst);
+        let mut p = self.pending();
+        match p.get(key) {
+            Some(e) if e.writers > 0 || e.ticket > durable => true,
+            Some(_) => {
+                // Left by a write whose flush failed; a later one covered it.
+                p.remove(key);
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// Whether any key under `prefix` may have a non-durable value.
+    fn any_pending_under(&self, prefix: &str) -> bool {
+        let durable = self.durable.load(Ordering::SeqCst);
+        self.pending()
+            .iter()
+            .any(|(k, e)| k.starts_with(prefix) && (e.writers > 0 || e.ticket > durable))
+    }
+
+    /// Whether any key in `[start, end)` may have a non-durable value.
+    fn any_pending_in(&self, start: &str, end: Option<&str>) -> bool {
+        let durable = self.durable.load(Ordering::SeqCst);
+        self.pending().iter().any(|(k, e)| {
+            k.as_str() >= start
+                && end.is_none_or(|end| k.as_str() < end)
+                && (e.writers > 0 || e.ticket > durable)
+        })
+    }
+
+    /// Called by a read that saw a pending key: makes every write completed
+    /// so far (including the one whose value it read) durable.
+    async fn wait_durable_for_read(&self) -> Result<(), StoreError> {
+        self.read_waits.fetch_add(1, Ordering::Relaxed);
+        let ticket = self.ticket();
+        self.make_durable(ticket).await
+    }
+
+    /// A write to `key` completed in the index: makes it durable and
+    /// unregisters it.
+    async fn write_done(&self, key: &str) -> Result<(), StoreError> {
+        let ticket = self.ticket();
+        let r = self.make_durable(ticket).await;
+        // On failure the registration keeps `ticket` above `durable`, so
+        // reads of `key` keep waiting for (and retrying) a flush until one
+        // covers it.
+        self.end_write(key, Some(ticket));
+        r
+    }
+
+    /// A ticket: every write complete in the index before this call is
+    /// numbered at or below it.
+    fn ticket(&self) -> u64 {
+        self.written.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// Waits until every write numbered at or below `mine` is durable,
+    /// flushing if needed.
+    async fn make_durable(&self, mine: u64) -> Result<(), StoreError> {
+        if !self.group_commit {
+            self.flush().await?;
+            self.durable.fetch_max(mine, Ordering::SeqCst);
+            return Ok(());
+        }
+        if self.durable.load(Ordering::SeqCst) >= mine {
+            return Ok(());
+        }
+        let _guard = self.flush_lock.lock().await;
+        // A flush that started after our write may have finished meanwhile.
+        if self.durable.load(Ordering::SeqCst) >= mine {
+            return Ok(());
+        }
+        // Every write numbered <= target completed before this load, hence
+        // before the flush below starts, so the flush covers it.
+        let target = self.written.load(Ordering::SeqCst);
+        self.flush().await?;
+        self.durable.fetch_max(target, Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn flush(&self) -> Result<(), StoreError> {
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+        if !self.flush_delay.is_zero() {
+            tokio::time::sleep(self.flush_delay).await;
+        }
+        // sled's `flush_async` stalls when many tasks call it at once
+        // (measured: 16 concurrent claimers never finished); the blocking
+        // flush on a blocking thread does not. Known sled 0.34 bug:
+        // spacejam/sled#1308 and #1241 (fixed only on unreleased main).
+        let db = self.db.clone();
+        match tokio::task::spawn_blocking(move || db.flush()).await {
+            Ok(r) => {
+                r.map_err(|e| self.error("flush to disk", e))?;
+                self.flushes_done.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+            Err(e) => Err(StoreError::Unavailable(format!(
+                "the flush of sled store at {} did not complete: {e}",
+                self.path.display()
+            ))),
+        }
+    }
+
+    fn error(&self, what: &str, e: sled::Error) -> StoreError {
+        match e {
+            sled::Error::Corruption { .. } => StoreError::Corrupt(format!(
+                "{what} failed: sled store at {} is corrupt ({e}); restore it from a backup or \
+                 move it aside",
+                self.path.display()
+            )),
+            e => StoreError::Io(format!(
+                "{what} failed on sled store at {}: {e}",
+                self.path.display()
+            )),
+        }
+    }
+
+    fn decode_key(&self, key: &[u8]) -> Result<String, StoreError> {
+        String::from_utf8(key.to_vec()).map_err(|_| {
+            StoreError::Corrupt(format!(
+                "sled store at {} holds a non-UTF-8 key ({}); it was not written by wop or is \
+                 damaged",
+                self.path.display(),
+                hex::encode(key)
+            ))
+        })
+    }
+}
+
+fn open_error(path: &Path, e: sled::Error) -> StoreError {
+    let locked = match &e {
+        sled::Error::Io(io) => {
+            io.kind() == std::io::ErrorKind::WouldBlock
+                || io.to_string().contains("could not acquire lock")
+        }
+        _ => false,
+    };
+    if locked {
+        StoreError::Unavailable(format!(
+            "store at {} is locked; another wop process may hold it (stop it or use a \
+             different store path): {e}",
+            path.display()
+        ))
+    } else if let sled::Error::Corruption { .. } = e {
+        StoreError::Corrupt(format!(
+            "cannot open sled store at {}: it is corrupt ({e}); restore it from a backup or \
+             move it aside",
+            path.display()
+        ))
+    } else {
+        StoreError::Io(format!("cannot open sled store at {}: {e}", path.display()))
+    }
+}
+
+#[async_trait::async_trait]
+impl KvStore for SledStore {
+    async fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<Vec<u8>>,
+    ) -> Result<CasResult, StoreError> {
+        self.begin_write(key);
+        let swapped = match self.db.compare_and_swap(key.as_bytes(), expected, new) {
+            Ok(s) => s,
+            Err(e) => {
+                self.end_write(key, None);
+                return Err(self.error("compare-and-swap", e));
+            }
+        };
+        match swapped {
+            Ok(()) => {
+                self.write_done(key).await?;
+                Ok(Ok(()))
+            }
+            Err(conflict) => {
+                self.end_write(key, None);
+                // The value that beat us may still be on its way to disk.
+                if self.is_pending(key) {
+                    self.wait_durable_for_read().await?;
+                }
+                Ok(Err(conflict.current.map(|v| v.to_vec())))
+            }
+        }
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let v = self
+            .db
+            .get(key.as_bytes())
+            .map_err(|e| self.error("get", e))?
+            .map(|v| v.to_vec());
+        if self.is_pending(key) {
+            self.wait_durable_for_read().await?;
+        }
+        Ok(v)
+    }
+
+    async fn put(&self, key: &str, value: Vec<u8>) -> Result<(), StoreError> {
+        self.begin_write(key);
+        if let Err(e) = self.db.insert(key.as_bytes(), value) {
+            self.end_write(key, None);
+            return Err(self.error("put", e));
+        }
+        self.write_done(key).await
+    }
+
+    async fn remove(&self, key: &str) -> Result<(), StoreError> {
+        self.begin_write(key);
+        if let Err(e) = self.db.remove(key.as_bytes()) {
+            self.end_write(key, None);
+            return Err(self.error("remove", e));
+        }
+        self.write_done(key).await
+    }
+
+    async fn scan_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let mut out = Vec::new();
+        for item in self.db.scan_prefix(prefix.as_bytes()).take(limit) {
+            let (k, v) = item.map_err(|e| self.error("scan", e))?;
+            out.push((self.decode_key(&k)?, v.to_vec()));
+        }
+        // Also when empty: a pending delete may be what emptied it.
+        if self.any_pending_under(prefix) {
+            self.wait_durable_for_read().await?;
+        }
+        Ok(out)
+    }
+
+    async fn scan_range(
+        &self,
+        start: &str,
+        end: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let iter = match end {
+            Some(e) if e <= start => return Ok(Vec::new()),
+            Some(e) => self.db.range(start.as_bytes()..e.as_bytes()),
+            None => self.db.range(start.as_bytes()..),
+        };
+        let mut out = Vec::new();
+        for item in iter.take(limit) {
+            let (k, v) = item.map_err(|e| self.error("scan", e))?;
+            out.push((self.decode_key(&k)?, v.to_vec()));
+        }
+        if self.any_pending_in(start, end) {
+            self.wait_durable_for_read().await?;
+        }
+        Ok(out)
+    }
+
+    fn backend(&self) -> &'static str {
+        "sled"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[tokio::test]
+    async fn durable_across_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/db");
+        {
+            let store = SledStore::open(&path).unwrap();
+            assert_eq!(store.backend(), "sled");
+            assert_eq!(
+                store
+                    .compare_and_swap("claim/1", None, Some(b"claimed".to_vec()))
+                    .await
+                    .unwrap(),
+                Ok(())
+            );
+            store.put("other", b"x".to_vec()).await.unwrap();
+            store.put("gone", b"y".to_vec()).await.unwrap();
+            store.remove("gone").await.unwrap();
+            assert!(store.flushes() >= 1);
+        }
+        let store = SledStore::open(&path).unwrap();
+        assert_eq!(
+            store.get("claim/1").await.unwrap().as_deref(),
+            Some(&b"claimed"[..])
+        );
+        assert_eq!(
+            store.get("other").await.unwrap().as_deref(),
+            Some(&b"x"[..])
+        );
+        assert_eq!(store.get("gone").await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn second_open_of_locked_path_is_unavailable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let _first = SledStore::open(&path).unwrap();
+        match SledStore::open(&path) {
+            Err(StoreError::Unavailable(msg)) => {
+                assert!(msg.contains(&path.display().to_string()), "{msg}");
+                assert!(msg.contains("another wop process"), "{msg}");
+            }
+            other => panic!("expected Unavailable, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn failed_cas_does_not_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(&dir.path().join("db")).unwrap();
+        store
+            .compare_and_swap("k", None, Some(b"1".to_vec()))
+            .await
+            .unwrap()
+            .unwrap();
+        let before = store.flushes();
+        assert_eq!(
+            store
+                .compare_and_swap("k", None, Some(b"2".to_vec()))
+                .await
+                .unwrap(),
+            Err(Some(b"1".to_vec()))
+        );
+        assert_eq!(store.flushes(), before);
+    }
+
+    /// Item: a read must not return another writer's value before it is
+    /// durable. The writer's flush is slowed down (`flush_delay`) so that
+    /// its value sits in sled's index, visible but not flushed, for 300 ms;
+    /// readers poll meanwhile. Without the pending-key rule, the first read
+    /// that sees the value returns while no flush has completed (the
+    /// assertion on `flushes_completed` fails); with it, the read returns
+    /// only after a flush that started after the write completed.
+    ///
+    /// Limits: this proves ordering against sled's flush, not against a
+    /// real power loss (the process is not crashed, and the OS page cache
+    /// is not bypassed); it relies on `flush()` covering every write that
+    /// completed in the index before it started, as group commit does.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn reads_never_see_values_before_they_are_durable() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(
+            SledStore::open(&dir.path().join("db"))
+                .unwrap()
+                .with_flush_delay(std::time::Duration::from_millis(300)),
+        );
+        for round in 0..3u64 {
+            let key = format!("effect/e{round}");
+            let before = store.flushes_completed();
+            let writer = {
+                let store = store.clone();
+                let key = key.clone();
+                tokio::spawn(async move {
+                    store
+                        .compare_and_swap(&key, None, Some(b"completed".to_vec()))
+                        .await
+                        .unwrap()
+                        .unwrap();
+                })
+            };
+            // Three ways to read: get, a losing claim, a scan.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            loop {
+                let seen = match round {
+                    0 => store.get(&key).await.unwrap().is_some(),
+                    // A CAS that never wins: it reports the current value.
+                    1 => store
+                        .compare_and_swap(&key, Some(b"never"), Some(b"mine".to_vec()))
+                        .await
+                        .unwrap()
+                        .is_err_and(|cur| cur.as_deref() == Some(&b"completed"[..])),
+                    _ => !store.scan_prefix("effect/e2", 10).await.unwrap().is_empty(),
+                };
+                if seen {
+                    assert!(
+                        store.flushes_completed() > before,
+                        "round {round}: a read returned a value before any flush covered it"
+                    );
+                    break;
+                }
+                assert!(std::time::Instant::now() < deadline);
+                tokio::task::yield_now().await;
+            }
+            writer.await.unwrap();
+        }
+        assert!(
+            store.read_waits() >= 3,
+            "reads waited: {}",
+            store.read_waits()
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn idle_reads_do_not_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(&dir.path().join("db")).unwrap();
+        store.put("a", b"1".to_vec()).await.unwrap();
+        let flushes = store.flushes();
+        for _ in 0..100 {
+            assert_eq!(store.get("a").await.unwrap(), Some(b"1".to_vec()));
+            assert_eq!(store.scan_prefix("", 10).await.unwrap().len(), 1);
+        }
+        assert_eq!(store.flushes(), flushes);
+        assert_eq!(store.read_waits(), 0);
+        assert!(store.pending().is_empty());
+    }
+
+    async fn concurrent_inserts(path: &Path, options: SledOptions, n: usize) -> u64 {
+        let store = Arc::new(SledStore::open_with(path, options).unwrap());
+        let barrier = Arc::new(tokio::sync::Barrier::new(n));
+        let mut tasks = Vec::new();
+        for i in 0..n {
+            let store = store.clone();
+            let barrier = barrier.clone();
+            tasks.push(tokio::spawn(async move {
+                barrier.wait().await;
+                store
+                    .compare_and_swap(&format!("k/{i:03}"), None, Some(i.to_string().into_bytes()))
+                    .await
+                    .unwrap()
+                    .unwrap();
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        store.flushes()
+    }
+
+    async fn assert_all_present(path: &Path, n: usize) {
+        let store = SledStore::open(path).unwrap();
+        let all = store.scan_prefix("k/", usize::MAX).await.unwrap();
+        assert_eq!(all.len(), n);
+        for (i, (k, v)) in all.into_iter().enumerate() {
+            assert_eq!(k, format!("k/{i:03}"));
+            assert_eq!(v, i.to_string().into_bytes());
+        }
+    }
+
+    // A current-thread runtime makes the count deterministic: every task
+    // finishes its CAS and queues for the flush lock while the first flush
+    // runs on sled's thread pool, so the rest share one further flush.
+    #[tokio::test(flavor = "current_thread")]
+    async fn group_commit_shares_flushes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let flushes = concurrent_inserts(&path, SledOptions::default(), 64).await;
+        assert!(flushes >= 1);
+        assert!(
+            flushes < 64,
+            "group commit issued {flushes} flushes for 64 writes"
+        );
+        assert_all_present(&path, 64).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn without_group_commit_every_write_flushes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let flushes = concurrent_inserts(
+            &path,
+            SledOptions {
+                group_commit: false,
+            },
+            64,
+        )
+        .await;
+        assert_eq!(flushes, 64);
+        assert_all_present(&path, 64).await;
+    }
+}

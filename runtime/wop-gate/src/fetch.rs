@@ -1,0 +1,277 @@
+//! safe-fetch orchestration: the egress checks before the gate, then the
+//! gate as the tool `http:<host>`. Every decision emits `egress.decided`; a
+//! refused destination is a [`Gate::deny`] (`egress_denied`, audit pair
+//! with status `forbidden`, never performed); an allowed one runs through
+//! [`Gate::call_authorized`] (GET/HEAD read tier, other methods claimed as
+//! effects with the effect id as `Idempotency-Key`), performed by the
+//! guarded client ([`crate::fetch_client`]).
+
+use crate::fetch_client::{FetchPlan, GuardedFetch};
+use crate::tools::{RegisteredTool, SafetyTier, ToolDescriptor, ToolSource};
+use crate::{CallReceipt, CallScope, Gate, GateError, GateErrorKind, PackEgress};
+use base64::Engine as _;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wop_core::egress::{self, Decision, Denial, Target};
+use wop_core::error::ErrorCode;
+
+/// One header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// Name, as the pack sent it.
+    pub name: String,
+    /// Value.
+    pub value: String,
+}
+
+/// A pack's request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchRequest {
+    /// `GET`, `POST`, ...
+    pub method: String,
+    /// The URL (untrusted).
+    pub url: String,
+    /// Request headers (untrusted).
+    pub headers: Vec<Header>,
+    /// Request body.
+    pub body: Option<Vec<u8>>,
+    /// A business idempotency key for effectful methods.
+    pub idempotency_key: Option<String>,
+}
+
+/// The response handed back to the pack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchResponse {
+    /// HTTP status.
+    pub status: u16,
+    /// Response headers.
+    pub headers: Vec<Header>,
+    /// Response body (capped).
+    pub body: Vec<u8>,
+}
+
+/// Leaves the invocation a margin after a fetch times out, so the pack can
+/// still report the failure before its own wall clock runs out.
+pub(crate) fn fetch_deadline(deadline: Instant) -> Instant {
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    let margin = (remaining / 10).max(Duration::from_millis(100));
+    deadline
+        .checked_sub(margin)
+        .unwrap_or(deadline)
+        .max(Instant::now())
+}
+
+/// The arguments the gate hashes (`argsHash`) and digests (effect
+/// identity): method, URL, headers by lowercase name (so secret-looking
+/// names such as `authorization` are redacted in the hash), body.
+fn arguments(r: &FetchRequest) -> Value {
+    let mut headers: Map<String, Value> = Map::new();
+    for h in &r.headers {
+        let e = headers
+            .entry(h.name.to_ascii_lowercase())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(a) = e {
+            a.push(Value::String(h.value.clone()));
+        }
+    }
+    json!({
+        "method": r.method.to_ascii_uppercase(),
+        "url": r.url,
+        "headers": headers,
+        "body": r.body.as_ref().map(|b| base64::engine::general_purpose::STANDARD.encode(b)),
+    })
+}
+
+/// A request that passed the checks before the gate.
+type Planned = (Target, http::Method, egress::Headers);
+
+/// The checks before the gate: URL (scheme, name/literal, allow-list),
+/// method, headers, body size.
+fn plan_checks(egress: &PackEgress, r: &FetchRequest) -> Result<Planned, Denial> {
+    let s = egress.engine.settings();
+    let url = egress::parse_url(&r.url)?;
+    let target = egress::check_url(&url, &egress.allow, s.allow_loopback)?;
+    let method = egress::check_method(&r.method)?;
+    let pairs: Vec<(String, String)> = r
+        .headers
+        .iter()
+        .map(|h| (h.name.clone(), h.value.clone()))
+        .collect();
+    let headers = egress::check_headers(&pairs)?;
+    let len = r.body.as_ref().map_or(0, Vec::len) as u64;
+    if len > s.max_request_bytes {
+        return Err(Denial::denied(
+            "body-too-large",
+            format!(
+                "the request body is {len} bytes; the cap is {} (egress.maxRequestBytes)",
+                s.max_request_bytes
+            ),
+        ));
+    }
+    Ok((target, method, headers))
+}
+
+/// What [`fetch`] did at the gate: the tool id and the receipt, when the
+/// call reached [`Gate::call_authorized`].
+pub(crate) type Performed = Option<(String, CallReceipt)>;
+
+/// Runs one safe-fetch: checks, `egress.decided`, then the gate.
+pub(crate) async fn fetch(
+    gate: &Gate,
+    egress: Option<&PackEgress>,
+    scope: &mut CallScope<'_>,
+    request: FetchRequest,
+) -> (Result<FetchResponse, GateError>, Performed) {
+    let Some(egress) = egress else {
+        let e = GateError {
+            kind: GateErrorKind::Forbidden,
+            code: ErrorCode::EgressDenied.as_str().to_owned(),
+            message: "no egress destination is granted to this pack".to_owned(),
+            details: json!({"reason": "not-allowed"}),
+        };
+        return (Err(e), None);
+    };
+    let args = arguments(&request);
+    let rough = egress::parse_url(&request.url).ok();
+    let deny = |d: Denial, destination: String, tool_id: String, scope: &mut CallScope<'_>| {
+        scope.events.push(
+            Decision {
+                allowed: false,
+                destination: destination.clone(),
+                reason: d.reason.to_owned(),
+            }
+            .event(),
+        );
+        let err = GateError {
+            kind: if d.code == egress::EGRESS_DENIED {
+                GateErrorKind::Forbidden
+            } else {
+                GateErrorKind::Failed
+            },
+            code: d.code.to_owned(),
+            message: d.message.clone(),
+            details: d.details(&destination),
+        };
+        gate.deny(scope, &tool_id, &args, err)
+    };
+
+    let (target, method, headers) = match plan_checks(egress, &request) {
+        Ok(p) => p,
+        Err(d) => {
+            let (dest, tool) = match &rough {
+                Some(u) => (
+                    egress::rough_authority(u),
+                    format!(
+                        "http:{}",
+                        u.host_str().filter(|h| !h.is_empty()).unwrap_or("invalid")
+                    ),
+                ),
+                None => (String::new(), "http:invalid".to_owned()),
+            };
+            return (Err(deny(d, dest, tool, scope)), None);
+        }
+    };
+    let within = scope
+        .site
+        .deadline
+        .saturating_duration_since(Instant::now());
+    let addrs = match egress.engine.resolve_checked(&target, within).await {
+        Ok(a) => a,
+        Err(d) => {
+            return (
+                Err(deny(d, target.authority(), target.tool_id(), scope)),
+                None,
+            );
+        }
+    };
+    scope.events.push(
+        Decision {
+            allowed: true,
+            destination: target.authority(),
+            reason: "allowed".to_owned(),
+        }
+        .event(),
+    );
+
+    let read = egress::is_read(&method);
+    let tool_id = target.tool_id();
+    let mut descriptor = ToolDescriptor::new(
+        tool_id.clone(),
+        ToolSource::HostExtension,
+        if read {
+            SafetyTier::Read
+        } else {
+            SafetyTier::Write
+        },
+    );
+    descriptor.title = Some(format!("safe-fetch {}", target.authority()));
+    descriptor.egress = Some(crate::tools::Egress::SafeFetch);
+    let settings = *egress.engine.settings();
+    let provider = Arc::new(GuardedFetch::new(
+        egress.clone(),
+        FetchPlan {
+            target,
+            addrs,
+            method,
+            headers,
+            body: request.body,
+        },
+    ));
+    let tool = RegisteredTool {
+        descriptor,
+        tenants: None,
+        rate: settings.rate,
+        timeout: settings.timeout,
+        provider: provider.clone(),
+    };
+    let start = scope.events.len();
+    let (r, receipt) = gate
+        .call_authorized(
+            scope,
+            &tool,
+            args.clone(),
+            request.idempotency_key.as_deref(),
+        )
+        .await;
+    // Redirect-hop decisions go before the call's `agent.tool-returned`.
+    let hops = provider.take_decisions();
+    if !hops.is_empty() {
+        let at = scope.events.len().saturating_sub(1).max(start);
+        for (i, d) in hops.iter().enumerate() {
+            scope.events.insert(at + i, d.event());
+        }
+    }
+    let r = r.and_then(|v| {
+        response_of(&v).ok_or_else(|| GateError {
+            kind: GateErrorKind::Failed,
+            code: ErrorCode::InternalError.as_str().to_owned(),
+            message: "the recorded response is malformed".to_owned(),
+            details: Value::Null,
+        })
+    });
+    (r, Some((tool_id, receipt)))
+}
+
+fn response_of(v: &Value) -> Option<FetchResponse> {
+    let status = u16::try_from(v.get("status")?.as_u64()?).ok()?;
+    let headers = v
+        .get("headers")?
+        .as_array()?
+        .iter()
+        .filter_map(|h| {
+            Some(Header {
+                name: h.get(0)?.as_str()?.to_owned(),
+                value: h.get(1)?.as_str()?.to_owned(),
+            })
+        })
+        .collect();
+    let body = base64::engine::general_purpose::STANDARD
+        .decode(v.get("body")?.as_str()?)
+        .ok()?;
+    Some(FetchResponse {
+        status,
+        headers,
+        body,
+    })
+}

@@ -1,0 +1,384 @@
+//! The guarded HTTP client behind `http.safe-fetch`.
+//!
+//! - Names are resolved **once**, through a [`Resolver`], by
+//!   [`super::Egress::resolve_checked`]; the whole answer is refused if any
+//!   address is forbidden. The validated addresses are *pinned* for the
+//!   request, and reqwest's DNS hook ([`Pinned`]) returns only pinned
+//!   addresses: a name that was not validated fails to connect, and no
+//!   second lookup can rebind it.
+//! - IP-literal URLs never reach a resolver, so they are judged from the
+//!   parsed URL ([`super::check_url`]) before sending, and again for every
+//!   redirect hop.
+//! - No proxy (a proxy would resolve names itself), no automatic
+//!   redirects: hops are followed here, at most `maxRedirects`, each
+//!   re-validated like the first request.
+//! - `101 Switching Protocols` is refused; bodies are capped while they
+//!   stream; every timeout is clamped to the invocation's remaining time.
+
+use crate::PackEgress;
+use crate::tools::{ToolCall, ToolFailure, ToolProvider};
+use base64::Engine as _;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use wop_core::egress::{Decision, Denial, Target, UPSTREAM_UNAVAILABLE, check_url};
+use wop_core::error::ErrorCode;
+
+/// Resolves host names for safe-fetch. The default is [`SystemResolver`];
+/// tests inject fakes through `RuntimeConfig::resolver`.
+#[async_trait::async_trait]
+pub trait Resolver: Send + Sync {
+    /// Every address `name` (lowercase ASCII, no trailing dot) resolves to.
+    async fn resolve(&self, name: &str) -> Result<Vec<IpAddr>, String>;
+}
+
+/// The operating system's resolver (`getaddrinfo` via tokio).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemResolver;
+
+#[async_trait::async_trait]
+impl Resolver for SystemResolver {
+    async fn resolve(&self, name: &str) -> Result<Vec<IpAddr>, String> {
+        tokio::net::lookup_host((name, 0))
+            .await
+            .map(|it| it.map(|sa| sa.ip()).collect())
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// reqwest's DNS hook: answers only with addresses validated for this
+/// request, keyed by the URL's host text.
+#[derive(Clone, Default)]
+struct Pinned(Arc<Mutex<HashMap<String, Vec<IpAddr>>>>);
+
+impl Pinned {
+    fn pin(&self, target: &Target, addrs: &[IpAddr]) {
+        if let Some(h) = target.url.host_str() {
+            let mut g = match self.0.lock() {
+                Ok(g) => g,
+                Err(p) => p.into_inner(),
+            };
+            g.insert(h.to_owned(), addrs.to_vec());
+        }
+    }
+}
+
+impl reqwest::dns::Resolve for Pinned {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let found = {
+            let g = match self.0.lock() {
+                Ok(g) => g,
+                Err(p) => p.into_inner(),
+            };
+            g.get(name.as_str()).cloned()
+        };
+        let name = name.as_str().to_owned();
+        Box::pin(async move {
+            match found {
+                Some(a) if !a.is_empty() => {
+                    let addrs: reqwest::dns::Addrs =
+                        Box::new(a.into_iter().map(|ip| SocketAddr::new(ip, 0)));
+                    Ok(addrs)
+                }
+                _ => Err(format!("`{name}` was not validated by the egress guard").into()),
+            }
+        })
+    }
+}
+
+/// A request that passed every check before the gate.
+#[derive(Debug, Clone)]
+pub struct FetchPlan {
+    /// The first destination.
+    pub target: Target,
+    /// Its validated addresses (empty for an IP literal).
+    pub addrs: Vec<IpAddr>,
+    /// The method.
+    pub method: reqwest::Method,
+    /// The pack's headers (checked).
+    pub headers: wop_core::egress::Headers,
+    /// The body.
+    pub body: Option<Vec<u8>>,
+}
+
+/// The provider of one `http:<host>` call: performs the plan, following
+/// redirects only as allowed. Decisions on redirect hops are kept for the
+/// `egress.decided` events.
+pub struct GuardedFetch {
+    egress: PackEgress,
+    plan: FetchPlan,
+    decisions: Mutex<Vec<Decision>>,
+}
+
+impl GuardedFetch {
+    /// A provider for `plan` under `egress`.
+    pub fn new(egress: PackEgress, plan: FetchPlan) -> Self {
+        Self {
+            egress,
+            plan,
+            decisions: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The decisions taken on redirect hops, in order.
+    pub fn take_decisions(&self) -> Vec<Decision> {
+        let mut g = match self.decisions.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        std::mem::take(&mut *g)
+    }
+
+    fn decide(&self, allowed: bool, destination: String, reason: &str) {
+        let mut g = match self.decisions.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        g.push(Decision {
+            allowed,
+            destination,
+            reason: reason.to_owned(),
+        });
+    }
+
+    fn client(&self, pinned: Pinned, total: Duration) -> Result<reqwest::Client, ToolFailure> {
+        let s = self.egress.engine.settings();
+        reqwest::Client::builder()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .dns_resolver(Arc::new(pinned))
+            .connect_timeout(s.connect_timeout.min(total))
+            .read_timeout(s.read_timeout.min(total))
+            .pool_max_idle_per_host(0)
+            .referer(false)
+            .user_agent(concat!("wop-safe-fetch/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| {
+                ToolFailure::not_sent(
+                    ErrorCode::InternalError.as_str(),
+                    format!("cannot build the HTTP client: {e}"),
+                )
+            })
+    }
+}
+
+/// A failure the provider answered with after something was sent.
+fn answered(d: &Denial, destination: &str, hop: u32) -> ToolFailure {
+    let mut details = d.details(destination);
+    if hop > 0
+        && let Value::Object(m) = &mut details
+    {
+        m.insert("redirectHop".to_owned(), json!(hop));
+    }
+    ToolFailure::answered(d.code, d.message.clone(), Some(details))
+}
+
+fn send_failure(e: &reqwest::Error, destination: &str, after_redirect: bool) -> ToolFailure {
+    let (reason, msg) = if e.is_timeout() {
+        ("timeout", format!("{destination} did not answer in time"))
+    } else if e.is_connect() {
+        ("connect", format!("cannot connect to {destination}"))
+    } else {
+        ("transport", format!("the request to {destination} failed"))
+    };
+    let details = json!({"reason": reason, "destination": destination, "retryable": true, "cause": e.to_string()});
+    let mut f = ToolFailure {
+        code: UPSTREAM_UNAVAILABLE.to_owned(),
+        message: msg,
+        details: Some(details),
+        sent: true,
+        definite: false,
+    };
+    if e.is_connect() && !after_redirect {
+        // Nothing reached the destination: the effect (if any) is released.
+        f.sent = false;
+        f.definite = true;
+    } else if after_redirect {
+        // An earlier hop answered (with a redirect): that is the outcome.
+        f.definite = true;
+    }
+    f
+}
+
+/// Whether two targets share scheme, host and port.
+fn same_origin(a: &Target, b: &Target) -> bool {
+    a.scheme == b.scheme && a.host == b.host && a.port == b.port
+}
+
+#[async_trait::async_trait]
+impl ToolProvider for GuardedFetch {
+    async fn call(&self, call: ToolCall) -> Result<Value, ToolFailure> {
+        let started = Instant::now();
+        let s = *self.egress.engine.settings();
+        let total = call.timeout.min(s.timeout);
+        let pinned = Pinned::default();
+        pinned.pin(&self.plan.target, &self.plan.addrs);
+        let client = self.client(pinned.clone(), total)?;
+
+        let mut target = self.plan.target.clone();
+        let mut method = self.plan.method.clone();
+        let mut headers = self.plan.headers.clone();
+        let mut body = self.plan.body.clone();
+        let mut hop: u32 = 0;
+        loop {
+            let destination = target.authority();
+            let remaining = total.saturating_sub(started.elapsed());
+            if remaining.is_zero() {
+                return Err(ToolFailure {
+                    code: UPSTREAM_UNAVAILABLE.to_owned(),
+                    message: format!("the fetch ran out of time before reaching {destination}"),
+                    details: Some(
+                        json!({"reason": "timeout", "destination": destination, "retryable": true}),
+                    ),
+                    sent: hop > 0,
+                    definite: true,
+                });
+            }
+            let mut rb = client
+                .request(method.clone(), target.url.clone())
+                .timeout(remaining);
+            for (n, v) in &headers {
+                rb = rb.header(n, v);
+            }
+            if let Some(k) = &call.idempotency_key {
+                rb = rb.header("idempotency-key", k);
+            }
+            if let Some(b) = &body {
+                rb = rb.body(b.clone());
+            }
+            let resp = match rb.send().await {
+                Ok(r) => r,
+                Err(e) => return Err(send_failure(&e, &destination, hop > 0)),
+            };
+            let status = resp.status();
+            if status == reqwest::StatusCode::SWITCHING_PROTOCOLS {
+                return Err(answered(
+                    &Denial::denied(
+                        "upgrade",
+                        format!(
+                            "{destination} answered 101 Switching Protocols; protocol upgrades are refused"
+                        ),
+                    ),
+                    &destination,
+                    hop,
+                ));
+            }
+            let location = resp.headers().get(reqwest::header::LOCATION).cloned();
+            if status.is_redirection() && s.max_redirects > 0 && location.is_some() {
+                hop += 1;
+                let next = location
+                    .as_ref()
+                    .and_then(|l| l.to_str().ok())
+                    .and_then(|l| target.url.join(l).ok());
+                drop(resp);
+                if hop > s.max_redirects {
+                    let d = Denial::denied(
+                        "redirect",
+                        format!("more than {} redirects", s.max_redirects),
+                    );
+                    self.decide(false, destination.clone(), d.reason);
+                    return Err(answered(&d, &destination, hop));
+                }
+                let Some(next) = next else {
+                    let d = Denial::denied(
+                        "redirect",
+                        format!("{destination} redirected to an invalid Location"),
+                    );
+                    self.decide(false, destination.clone(), d.reason);
+                    return Err(answered(&d, &destination, hop));
+                };
+                let checked = match check_url(&next, &self.egress.allow, s.allow_loopback) {
+                    Ok(t) => {
+                        let within = total.saturating_sub(started.elapsed());
+                        self.egress
+                            .engine
+                            .resolve_checked(&t, within)
+                            .await
+                            .map(|a| (t, a))
+                    }
+                    Err(d) => Err(d),
+                };
+                let (t, addrs) = match checked {
+                    Ok(x) => x,
+                    Err(d) => {
+                        let dest = wop_core::egress::rough_authority(&next);
+                        self.decide(false, dest.clone(), d.reason);
+                        return Err(answered(&d, &dest, hop));
+                    }
+                };
+                self.decide(true, t.authority(), "redirect-allowed");
+                pinned.pin(&t, &addrs);
+                let to_get = (status == reqwest::StatusCode::SEE_OTHER
+                    && method != reqwest::Method::HEAD)
+                    || (matches!(status.as_u16(), 301 | 302) && method == reqwest::Method::POST);
+                if to_get {
+                    method = reqwest::Method::GET;
+                    body = None;
+                    headers.retain(|(n, _)| !n.as_str().starts_with("content-"));
+                }
+                if !same_origin(&target, &t) {
+                    headers.retain(|(n, _)| {
+                        !matches!(n.as_str(), "authorization" | "cookie" | "www-authenticate")
+                    });
+                }
+                target = t;
+                continue;
+            }
+            return read_response(resp, s.max_response_bytes, &destination, hop).await;
+        }
+    }
+}
+
+async fn read_response(
+    mut resp: reqwest::Response,
+    cap: u64,
+    destination: &str,
+    hop: u32,
+) -> Result<Value, ToolFailure> {
+    let too_large = |observed: u64| {
+        let d = Denial::denied(
+            "body-too-large",
+            format!("the response from {destination} exceeds the {cap}-byte cap (egress.maxResponseBytes)"),
+        )
+        .with(json!({"direction": "response", "limit": cap, "observed": observed}));
+        answered(&d, destination, hop)
+    };
+    if let Some(n) = resp.content_length()
+        && n > cap
+    {
+        return Err(too_large(n));
+    }
+    let status = resp.status().as_u16();
+    let headers: Vec<Value> = resp
+        .headers()
+        .iter()
+        .map(|(n, v)| json!([n.as_str(), String::from_utf8_lossy(v.as_bytes())]))
+        .collect();
+    let mut body: Vec<u8> = Vec::new();
+    loop {
+        match resp.chunk().await {
+            Ok(Some(c)) => {
+                let n = (body.len() + c.len()) as u64;
+                if n > cap {
+                    return Err(too_large(n));
+                }
+                body.extend_from_slice(&c);
+            }
+            Ok(None) => break,
+            Err(e) => {
+                let mut f = send_failure(&e, destination, hop > 0);
+                // The status and headers arrived: the destination answered.
+                f.sent = true;
+                f.definite = true;
+                return Err(f);
+            }
+        }
+    }
+    Ok(json!({
+        "status": status,
+        "headers": headers,
+        "body": base64::engine::general_purpose::STANDARD.encode(&body),
+    }))
+}

@@ -1,0 +1,166 @@
+//! One invocation's view of the gate: who calls, the per-invocation
+//! counters, where audit events go, and the usage the calls produced.
+//!
+//! Host adapters (one per WIT interface, in the runtime) call the session
+//! and convert the result; they never copy counters, clone the gate or
+//! re-read events. Usage comes from the [`CallReceipt`] each call returns.
+
+use crate::fetch::{FetchRequest, FetchResponse};
+use crate::{CallCounters, CallReceipt, CallScope, CallSite, Gate, GateError, PackEgress};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use wop_core::events::Event;
+use wop_core::logbuf::{SharedLog, with_log};
+use wop_core::tools::ToolDescriptor;
+
+/// What an invocation's gate calls consumed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionUsage {
+    /// Performed calls by tool id (not refused, not replayed).
+    pub tool_calls_by_id: BTreeMap<String, u64>,
+    /// Calls performed under an effect claim they won.
+    pub effect_claims: u64,
+    /// Safe-fetch response bytes received.
+    pub egress_bytes_in: u64,
+    /// Safe-fetch request bytes sent (performed fetches only).
+    pub egress_bytes_out: u64,
+    /// Error codes the gate returned to the pack. A pack may relay one of
+    /// these as its own failure even when the runtime reserves the code
+    /// (`wop_core::outcome`): it relays a verdict, it does not invent one.
+    pub verdicts: std::collections::BTreeSet<String>,
+}
+
+impl SessionUsage {
+    fn count(&mut self, tool_id: &str, r: &CallReceipt) {
+        if r.performed {
+            *self.tool_calls_by_id.entry(tool_id.to_owned()).or_insert(0) += 1;
+            if r.claimed {
+                self.effect_claims += 1;
+            }
+        }
+    }
+}
+
+/// The gate, bound to one invocation.
+pub struct GateSession {
+    gate: Arc<Gate>,
+    site: CallSite,
+    egress: Option<PackEgress>,
+    counters: CallCounters,
+    usage: SessionUsage,
+    log: SharedLog,
+}
+
+impl std::fmt::Debug for GateSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GateSession")
+            .field("site", &self.site)
+            .field("usage", &self.usage)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GateSession {
+    /// A session for the invocation at `site`; audit events are recorded
+    /// in `log` (the invocation's bounded log) in call order. `egress` is
+    /// what safe-fetch may reach (`None`: nothing).
+    pub fn new(
+        gate: Arc<Gate>,
+        site: CallSite,
+        egress: Option<PackEgress>,
+        log: SharedLog,
+    ) -> Self {
+        Self {
+            gate,
+            site,
+            egress,
+            counters: CallCounters::default(),
+            usage: SessionUsage::default(),
+            log,
+        }
+    }
+
+    /// Who is calling.
+    pub fn site(&self) -> &CallSite {
+        &self.site
+    }
+
+    /// What the calls so far consumed.
+    pub fn usage(&self) -> &SessionUsage {
+        &self.usage
+    }
+
+    /// The tools this invocation may call, sorted by `toolId`.
+    pub fn list(&self) -> Vec<ToolDescriptor> {
+        self.gate.list_for(&self.site)
+    }
+
+    /// `tools.call`: one call through the gate.
+    pub async fn call(
+        &mut self,
+        tool_id: &str,
+        arguments: Value,
+        idempotency_key: Option<&str>,
+    ) -> Result<Value, GateError> {
+        let mut events = Vec::new();
+        let mut scope = CallScope {
+            site: &self.site,
+            counters: &mut self.counters,
+            events: &mut events,
+        };
+        let (r, receipt) = self
+            .gate
+            .call(&mut scope, tool_id, arguments, idempotency_key)
+            .await;
+        self.usage.count(tool_id, &receipt);
+        self.note(&r);
+        self.record(events);
+        r
+    }
+
+    /// `http.safe-fetch`: the egress checks, then the gate as the tool
+    /// `http:<host>` (see [`crate::fetch`]).
+    pub async fn fetch(&mut self, request: FetchRequest) -> Result<FetchResponse, GateError> {
+        let mut events = Vec::new();
+        let out = request.body.as_ref().map_or(0, Vec::len) as u64;
+        let mut site = self.site.clone();
+        site.deadline = crate::fetch::fetch_deadline(site.deadline);
+        site.transport = wop_core::events::Transport::Http;
+        let mut scope = CallScope {
+            site: &site,
+            counters: &mut self.counters,
+            events: &mut events,
+        };
+        let (r, done) =
+            crate::fetch::fetch(&self.gate, self.egress.as_ref(), &mut scope, request).await;
+        if let Some((tool_id, receipt)) = &done {
+            self.usage.count(tool_id, receipt);
+            if receipt.performed {
+                self.usage.egress_bytes_out += out;
+            }
+        }
+        if let Ok(resp) = &r {
+            self.usage.egress_bytes_in += resp.body.len() as u64;
+        }
+        self.note(&r);
+        self.record(events);
+        r
+    }
+
+    fn note<T>(&mut self, r: &Result<T, GateError>) {
+        if let Err(e) = r
+            && !self.usage.verdicts.contains(&e.code)
+            && self.usage.verdicts.len() < 32
+        {
+            self.usage.verdicts.insert(e.code.clone());
+        }
+    }
+
+    fn record(&self, events: Vec<Event>) {
+        if events.is_empty() {
+            return;
+        }
+        with_log(&self.log, |l| events.into_iter().for_each(|e| l.record(e)));
+    }
+}

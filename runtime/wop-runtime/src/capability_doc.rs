@@ -1,0 +1,71 @@
+//! The capability document: which pack runtimes this runtime runs, with
+//! which limits, which packs are loaded, and the sandbox contract
+//! (RFC 0008 §H, RFC 0035 §A). One place for both pack kinds; the engine
+//! version comes from [`crate::engine::ENGINE_VERSION`].
+
+use crate::abi_v1::imports;
+use crate::engine::ENGINE_VERSION;
+use crate::runtime::Runtime;
+use serde::Serialize;
+use serde_json::{Value, json};
+use wop_core::abi::supported_versions;
+use wop_core::capability::Capability;
+
+/// The runtime's capability document (RFC 0008 §H, RFC 0035 §A).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CapabilityDocument {
+    /// `nodePackRuntimes`: `wasm` (ABI v1) and `wasmComponent`.
+    pub node_pack_runtimes: Value,
+    /// `sandbox`: the isolation contract.
+    pub sandbox: Value,
+}
+
+impl Runtime {
+    /// The capability document: which pack runtimes this runtime runs,
+    /// with what limits, which packs are loaded, and the sandbox contract.
+    pub fn capabilities(&self) -> CapabilityDocument {
+        let limits = self.policy().limits();
+        let core = self.registry().names(true);
+        let components = self.registry().names(false);
+        let mut allowed: Vec<String> =
+            imports::granted_names(&Capability::BASE.into_iter().collect())
+                .into_iter()
+                .collect();
+        allowed.extend(
+            Capability::BASE
+                .iter()
+                .map(|c| format!("{}/{}", crate::capability::OPENWOP_PACKAGE, c.as_str())),
+        );
+        allowed.sort();
+        CapabilityDocument {
+            node_pack_runtimes: json!({
+                "wasm": {
+                    "supported": true,
+                    "abiVersions": supported_versions(),
+                    "engine": "wasmtime",
+                    "engineVersion": ENGINE_VERSION,
+                    "maxMemoryBytes": limits.memory_bytes,
+                    "maxExecutionMs": limits.wall_clock_ms,
+                    "loadedPacks": core,
+                },
+                "wasmComponent": {
+                    "supported": true,
+                    "worlds": ["openwop:node-pack/node-pack@0.1.0"],
+                    "engine": "wasmtime",
+                    "engineVersion": ENGINE_VERSION,
+                    "maxMemoryBytes": limits.memory_bytes,
+                    "maxExecutionMs": limits.wall_clock_ms,
+                    "loadedPacks": components,
+                },
+            }),
+            sandbox: json!({
+                "supported": true,
+                "isolationModel": "wasm",
+                "allowedHostCalls": allowed,
+                "memoryLimitBytes": limits.memory_bytes,
+                "wallClockLimitMs": limits.wall_clock_ms,
+            }),
+        }
+    }
+}

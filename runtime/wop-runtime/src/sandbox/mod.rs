@@ -1,0 +1,378 @@
+//! The one sandbox core shared by every pack kind (components and ABI v1
+//! core modules): the per-invocation [`Sandbox`] every store carries
+//! (limits, limiter, bounded log, replayable clock and random, host-call
+//! counts, the first host fault, the call meter), and the one execution
+//! skeleton: [`arm`] a fresh store (limiter, call hook, fuel and yield),
+//! run the pack kind's own call under the wall-clock deadline, then
+//! [`Armed::finish`] (usage harvest, fault → [`classify`], bounded log →
+//! events).
+//!
+//! ```text
+//! let mut armed = sandbox::arm(engine, state, &spec)?;      // shared
+//! let outcome = timeout(armed.deadline(), kind_specific(&mut armed.store)).await;
+//! armed.finish(outcome)                                     // shared
+//! ```
+
+mod limiter;
+mod meter;
+
+pub(crate) use limiter::Limiter;
+pub(crate) use meter::CallMeter;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use wasmtime::{Engine, Store, Trap};
+use wop_core::admission::Binding;
+use wop_core::classify::{Classified, Fault, classify};
+use wop_core::events::Event;
+use wop_core::limits::Limits;
+use wop_core::logbuf::{LogBuffer, SharedLog, with_log};
+use wop_core::model::Usage;
+use wop_core::replay::{ReplayClock, ReplayRng, Seed};
+
+/// What every pack kind's store carries for one invocation.
+pub(crate) struct Sandbox {
+    /// The limits this invocation runs under.
+    pub limits: Limits,
+    /// Memory/table/instance caps, with what was observed.
+    pub limiter: Limiter,
+    /// The bounded log (log lines, stdio, audit events).
+    pub log: SharedLog,
+    /// Replayable random (seeded per run, node, attempt).
+    pub rng: ReplayRng,
+    /// Replayable clock.
+    pub clock: ReplayClock,
+    /// Host calls per interface.
+    pub host_calls: BTreeMap<&'static str, u64>,
+    /// The first host-side fault (a trap follows).
+    pub host_fault: Option<Fault>,
+    /// When instantiation finished.
+    pub instantiated_at: Option<Instant>,
+    /// Per-host-call attribution and the loop count.
+    pub meter: CallMeter,
+}
+
+impl Sandbox {
+    /// A fresh sandbox for `limits`, seeded by `seed`.
+    pub(crate) fn new(limits: Limits, seed: &Seed) -> Self {
+        Self {
+            limits,
+            limiter: Limiter::new(&limits),
+            log: Arc::new(Mutex::new(LogBuffer::new(
+                usize::try_from(limits.log_bytes).unwrap_or(usize::MAX),
+                usize::try_from(limits.log_line_bytes).unwrap_or(usize::MAX),
+            ))),
+            rng: ReplayRng::new(seed.derive("openwop:random")),
+            clock: ReplayClock::new(seed),
+            host_calls: BTreeMap::new(),
+            host_fault: None,
+            instantiated_at: None,
+            meter: CallMeter::new(limits.fuel),
+        }
+    }
+
+    /// Counts a host call of `iface` and labels it for the breakdown.
+    pub(crate) fn count(&mut self, iface: &'static str) {
+        *self.host_calls.entry(iface).or_insert(0) += 1;
+        self.meter.open(iface);
+    }
+
+    /// Records a fault (the first one wins) and returns the trap to raise.
+    pub(crate) fn fault(&mut self, fault: Fault) -> wasmtime::Error {
+        let msg = match &fault {
+            Fault::Trap { message, .. } => message.clone(),
+            Fault::HostCap {
+                kind,
+                limit,
+                observed,
+            } => format!("host cap exceeded: {kind} {observed} > {limit}"),
+            other => format!("{other:?}"),
+        };
+        if self.host_fault.is_none() {
+            self.host_fault = Some(fault);
+        }
+        wasmtime::Error::msg(msg)
+    }
+
+    /// Records a host-cap breach and returns the trap to raise.
+    pub(crate) fn host_cap(
+        &mut self,
+        kind: &'static str,
+        limit: u64,
+        observed: u64,
+    ) -> wasmtime::Error {
+        self.fault(Fault::HostCap {
+            kind,
+            limit,
+            observed,
+        })
+    }
+
+    /// Checks the size of data a pack passes into a host call.
+    pub(crate) fn check_arg(&mut self, len: usize) -> wasmtime::Result<()> {
+        let cap = self.limits.host_arg_bytes;
+        if len as u64 > cap {
+            return Err(self.host_cap("host-arg-bytes", cap, len as u64));
+        }
+        Ok(())
+    }
+}
+
+/// Store data of a pack kind: it carries a [`Sandbox`] and may add usage
+/// of its own.
+pub(crate) trait SandboxState: Send + 'static {
+    /// The shared sandbox.
+    fn sandbox(&self) -> &Sandbox;
+    /// The shared sandbox, mutably.
+    fn sandbox_mut(&mut self) -> &mut Sandbox;
+    /// Adds what this pack kind counted to the usage record.
+    fn harvest(&self, _usage: &mut Usage) {}
+    /// Error codes the runtime handed the pack during the invocation (a
+    /// pack may relay these; see `wop_core::outcome`).
+    fn verdicts(&self) -> BTreeSet<String> {
+        BTreeSet::new()
+    }
+}
+
+/// How to run one execution.
+pub(crate) struct Spec<'a> {
+    /// For `cap.breached.nodeId`.
+    pub node_id: String,
+    /// Which run-level limit binds fuel and the wall clock.
+    pub binding: Binding,
+    /// Record the per-host-call breakdown (installs the call hook).
+    pub breakdown: bool,
+    /// Counts instantiations (for operators and tests).
+    pub instantiations: Option<&'a AtomicU64>,
+    /// The trap kind of an error that is not a trap (bad canonical-ABI
+    /// data for components, a failed instantiation for core modules).
+    pub untyped: &'static str,
+    /// The usage record to fill (attribution already set).
+    pub usage: Usage,
+}
+
+/// The result of one execution, before outcome interpretation.
+pub(crate) struct Execution<R> {
+    /// What the pack returned, or what stopped it.
+    pub result: Result<R, Classified>,
+    /// The bounded log's events plus the breach, if any.
+    pub events: Vec<Event>,
+    /// What it consumed.
+    pub usage: Usage,
+    /// Verdicts the runtime handed the pack (see [`SandboxState::verdicts`]).
+    pub verdicts: BTreeSet<String>,
+}
+
+/// A store ready to run: limiter, call hook and fuel installed.
+pub(crate) struct Armed<'a, T: SandboxState> {
+    /// The fresh store (dropped by [`Armed::finish`]).
+    pub store: Store<T>,
+    started: Instant,
+    log: SharedLog,
+    spec: Spec<'a>,
+}
+
+/// The execution of a sandbox that could not even be set up.
+pub(crate) fn failed<R>(message: String, log: SharedLog, spec: Spec<'_>) -> Execution<R> {
+    let c = classify(
+        &Fault::Trap {
+            kind: "host-setup".to_owned(),
+            message,
+        },
+        &spec.node_id,
+    );
+    close(Err(c), log, spec.usage, Instant::now())
+}
+
+/// Arms a fresh store for `state` on `engine`: the limiter, the call hook
+/// (when the breakdown is on), fuel and the yield interval that lets the
+/// wall-clock deadline interrupt the guest (decision 0001).
+pub(crate) fn arm<'a, T: SandboxState, R>(
+    engine: &Engine,
+    state: T,
+    mut spec: Spec<'a>,
+) -> Result<Armed<'a, T>, Execution<R>> {
+    let started = Instant::now();
+    let limits = state.sandbox().limits;
+    let log = state.sandbox().log.clone();
+    spec.usage.fuel_limit = limits.fuel;
+    spec.usage.memory_limit_bytes = limits.memory_bytes;
+    let mut store = Store::new(engine, state);
+    store.limiter(|s| &mut s.sandbox_mut().limiter);
+    // Attribute fuel and wall time to host calls: the hook sees every
+    // transition; our host functions label the ones that are theirs.
+    // Measured cost ≈ 190 ns per host call (docs/decisions/0005), so an
+    // operator may turn it off (`[metering] hostCallBreakdown = false`).
+    if spec.breakdown {
+        store.call_hook(|mut ctx, hook| {
+            match hook {
+                wasmtime::CallHook::CallingHost => {
+                    let fuel = ctx.get_fuel().unwrap_or(0);
+                    ctx.data_mut().sandbox_mut().meter.pending = Some(fuel);
+                }
+                wasmtime::CallHook::ReturningFromHost => ctx.data_mut().sandbox_mut().meter.close(),
+                _ => {}
+            }
+            Ok(())
+        });
+    }
+    let fueled = store
+        .set_fuel(limits.fuel)
+        .and_then(|()| store.fuel_async_yield_interval(Some(crate::engine::FUEL_YIELD_INTERVAL)));
+    if let Err(e) = fueled {
+        drop(store);
+        return Err(failed(format!("cannot configure fuel: {e:#}"), log, spec));
+    }
+    if let Some(n) = spec.instantiations {
+        n.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(Armed {
+        store,
+        started,
+        log,
+        spec,
+    })
+}
+
+/// Marks the end of instantiation (for `instantiateTimeUs`).
+pub(crate) fn instantiated<T: SandboxState>(store: &mut Store<T>) {
+    store.data_mut().sandbox_mut().instantiated_at = Some(Instant::now());
+}
+
+impl<T: SandboxState> Armed<'_, T> {
+    /// The wall-clock deadline of the execution.
+    pub(crate) fn deadline(&self) -> Duration {
+        Duration::from_millis(self.store.data().sandbox().limits.wall_clock_ms)
+    }
+
+    /// The end of every execution: harvests usage, classifies a failure
+    /// (re-read through the binding), drops the store and closes the log.
+    pub(crate) fn finish<R>(
+        self,
+        outcome: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>,
+    ) -> Execution<R> {
+        let Armed {
+            store,
+            started,
+            log,
+            spec,
+        } = self;
+        let elapsed = started.elapsed();
+        let mut usage = spec.usage;
+        let data = store.data();
+        let sb = data.sandbox();
+        let limits = sb.limits;
+        let remaining = store.get_fuel().unwrap_or(0);
+        usage.fuel_consumed = limits.fuel.saturating_sub(remaining);
+        usage.host_call_breakdown = sb.meter.records();
+        usage.fuel_after_last_call = sb.meter.mark.saturating_sub(remaining);
+        usage.loop_iterations = sb.meter.loop_iterations;
+        usage.peak_memory_bytes = sb.limiter.memory_peak;
+        usage.instantiate_time_us = sb
+            .instantiated_at
+            .map_or(0, |t| micros(t.saturating_duration_since(started)));
+        usage.host_calls = sb
+            .host_calls
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), *v))
+            .collect();
+        data.harvest(&mut usage);
+        let verdicts = data.verdicts();
+        let result = match outcome {
+            Err(_elapsed) => Err(classify(
+                &spec.binding.apply(Fault::WallClock {
+                    limit_ms: limits.wall_clock_ms,
+                    elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+                }),
+                &spec.node_id,
+            )),
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => {
+                let fault = fault_from(&e, sb, usage.fuel_consumed, spec.untyped);
+                Err(classify(&spec.binding.apply(fault), &spec.node_id))
+            }
+        };
+        drop(store);
+        let mut exec = close(result, log, usage, started);
+        exec.verdicts = verdicts;
+        exec
+    }
+}
+
+/// Takes the bounded log (events, with the truncation marker), appends the
+/// `cap.breached` of a classified failure, fills in log bytes and wall time.
+fn close<R>(
+    result: Result<R, Classified>,
+    log: SharedLog,
+    mut usage: Usage,
+    started: Instant,
+) -> Execution<R> {
+    let buf = match Arc::try_unwrap(log) {
+        Ok(m) => m.into_inner().unwrap_or_else(|p| p.into_inner()),
+        // Still shared (should not happen once the store is dropped):
+        // take a snapshot by swapping in an empty buffer.
+        Err(shared) => with_log(&shared, |l| std::mem::replace(l, LogBuffer::new(0, 1))),
+    };
+    usage.log_bytes = buf.kept_bytes() as u64;
+    usage.log_bytes_dropped = buf.dropped_bytes();
+    let mut events = buf.finish();
+    if let Err(c) = &result
+        && let Some(b) = &c.breach
+    {
+        events.push(b.clone());
+    }
+    usage.wall_time_us = micros(started.elapsed());
+    Execution {
+        result,
+        events,
+        usage,
+        verdicts: BTreeSet::new(),
+    }
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Turns a wasmtime error into a [`Fault`]: the limiter's and the host's
+/// own records first (they know what was attempted), then the typed trap.
+fn fault_from(e: &wasmtime::Error, sb: &Sandbox, consumed: u64, untyped: &str) -> Fault {
+    if let Some(f) = &sb.limiter.breach {
+        return f.clone();
+    }
+    if let Some(f) = &sb.host_fault {
+        return f.clone();
+    }
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => Fault::Fuel {
+            limit: sb.limits.fuel,
+            consumed,
+        },
+        Some(Trap::StackOverflow) => Fault::StackOverflow,
+        Some(Trap::MemoryOutOfBounds) | Some(Trap::HeapMisaligned) => Fault::OutOfBounds,
+        Some(t) => Fault::Trap {
+            kind: trap_kind(*t).to_owned(),
+            message: t.to_string(),
+        },
+        None => Fault::Trap {
+            kind: untyped.to_owned(),
+            message: format!("{e:#}"),
+        },
+    }
+}
+
+fn trap_kind(t: Trap) -> &'static str {
+    match t {
+        Trap::UnreachableCodeReached => "unreachable",
+        Trap::IntegerDivisionByZero => "integer-division-by-zero",
+        Trap::IntegerOverflow => "integer-overflow",
+        Trap::BadConversionToInteger => "bad-conversion-to-integer",
+        Trap::IndirectCallToNull => "indirect-call-to-null",
+        Trap::BadSignature => "bad-signature",
+        Trap::TableOutOfBounds => "table-out-of-bounds",
+        Trap::CannotEnterComponent => "cannot-enter-component",
+        _ => "trap",
+    }
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Install every pinned toolchain the JavaScript, Python and C pack SDKs need.
+# Idempotent: what is already installed at the pinned version is skipped.
+#
+#   sdk/install-toolchains.sh            # everything
+#   sdk/install-toolchains.sh js python  # only some languages (js, python, c)
+#
+# Installs (as root for apt; cargo binaries into ~/.cargo/bin):
+#   all:    jq (reads pack.json)
+#   js:     componentize-qjs (npm, into sdk/js/node_modules from package-lock.json)
+#   python: componentize-py (PyPI, into the venv sdk/python/.venv)
+#   c:      clang-19, lld-19, compiler-rt for wasm32, wasi-libc (Debian 12),
+#           wit-bindgen-cli and wasm-component-ld (crates.io, cargo install --locked)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+
+# ---- pins ----------------------------------------------------------------
+JQ_VERSION="1.6-2.1+deb12u3"
+COMPONENTIZE_QJS_VERSION="0.4.5"          # also pinned in sdk/js/package.json + lock
+COMPONENTIZE_PY_VERSION="0.25.1"
+CLANG_VERSION="1:19.1.7-3~deb12u1"        # clang-19, lld-19, libclang-rt-19-dev-wasm32
+WASI_LIBC_VERSION="0.0~git20220510.9886d3d-2"
+WIT_BINDGEN_CLI_VERSION="0.63.0"          # = wit-bindgen in sample-packs/Cargo.lock
+WASM_COMPONENT_LD_VERSION="0.5.31"
+
+langs=("$@")
+[[ ${#langs[@]} -eq 0 ]] && langs=(js python c)
+want() { local l; for l in "${langs[@]}"; do [[ "$l" == "$1" ]] && return 0; done; return 1; }
+
+nice_run() { nice -n 10 "$@"; }
+apt_updated=""
+# apt_pin <package>=<version>...: install the exact versions that are missing.
+apt_pin() {
+  local missing=() spec pkg ver have
+  for spec in "$@"; do
+    pkg="${spec%%=*}"
+    ver="${spec#*=}"
+    have="$(dpkg-query -W -f='${Status} ${Version}' "$pkg" 2>/dev/null || true)"
+    [[ "$have" == "install ok installed $ver" ]] || missing+=("$spec")
+  done
+  [[ ${#missing[@]} -eq 0 ]] && return 0
+  if [[ -z "$apt_updated" ]]; then
+    apt-get update -qq
+    apt_updated=1
+  fi
+  echo "apt: installing ${missing[*]}" >&2
+  DEBIAN_FRONTEND=noninteractive nice_run apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# cargo_pin <crate> <version> <binary>: cargo install --locked unless present.
+cargo_pin() {
+  local crate="$1" ver="$2" bin="$3"
+  if command -v "$bin" >/dev/null 2>&1 && cargo install --list | grep -qx "$crate v$ver:"; then
+    return 0
+  fi
+  echo "cargo: installing $crate@$ver" >&2
+  nice_run cargo install --locked "$crate@$ver"
+}
+
+apt_pin "jq=$JQ_VERSION"
+
+if want js; then
+  have="$(cd "$here/js" && node -p 'require("./node_modules/componentize-qjs/package.json").version' 2>/dev/null || true)"
+  if [[ "$have" != "$COMPONENTIZE_QJS_VERSION" ]]; then
+    echo "npm: installing componentize-qjs@$COMPONENTIZE_QJS_VERSION" >&2
+    (cd "$here/js" && nice_run npm ci --no-audit --no-fund)
+  fi
+fi
+
+if want python; then
+  venv="$here/python/.venv"
+  [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv"
+  have="$("$venv/bin/python" -m pip show componentize-py 2>/dev/null | sed -n 's/^Version: //p' || true)"
+  if [[ "$have" != "$COMPONENTIZE_PY_VERSION" ]]; then
+    echo "pip: installing componentize-py==$COMPONENTIZE_PY_VERSION" >&2
+    nice_run "$venv/bin/python" -m pip install -q "componentize-py==$COMPONENTIZE_PY_VERSION"
+  fi
+fi
+
+if want c; then
+  apt_pin "clang-19=$CLANG_VERSION" "lld-19=$CLANG_VERSION" "libclang-rt-19-dev-wasm32=$CLANG_VERSION" \
+    "wasi-libc=$WASI_LIBC_VERSION"
+  cargo_pin wit-bindgen-cli "$WIT_BINDGEN_CLI_VERSION" wit-bindgen
+  cargo_pin wasm-component-ld "$WASM_COMPONENT_LD_VERSION" wasm-component-ld
+fi
+
+echo "toolchains ready: ${langs[*]}" >&2
