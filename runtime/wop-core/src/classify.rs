@@ -51,6 +51,16 @@ pub enum Fault {
         /// The capability, e.g. `tools` or `openwop_variable_get`.
         capability: String,
     },
+    /// A host call re-entered the guest, which called back into the host
+    /// deeper than the ABI needs (e.g. `openwop_alloc` calling an import
+    /// that calls `openwop_alloc` again). Bounded per invocation so one
+    /// pack cannot take every fiber stack of the process.
+    Reentrancy {
+        /// The deepest nesting allowed.
+        limit: u64,
+        /// The nesting the pack attempted.
+        observed: u64,
+    },
     /// The pack's own loop ran too many rounds of host tool calls.
     LoopLimit {
         /// `maxLoopIterations`.
@@ -155,6 +165,14 @@ pub fn classify(fault: &Fault, node_id: &str) -> Classified {
             format!("the pack exceeded a host-side cap: {kind} {observed} > {limit}"),
             crate::details! {"cause" => kind, "limit" => limit, "observed" => observed},
             breach(kind, *limit, *observed, node_id),
+        ),
+        Fault::Reentrancy { limit, observed } => (
+            SandboxInvocationError,
+            format!(
+                "the pack re-entered the host {observed} levels deep through a guest callback; the limit is {limit}"
+            ),
+            crate::details! {"cause" => "host-reentrancy", "limit" => limit, "observed" => observed},
+            breach("host-reentrancy", *limit, *observed, node_id),
         ),
         Fault::LoopLimit { limit, observed } => (
             LoopLimitExceeded,
@@ -269,6 +287,14 @@ mod tests {
                 Some("output-bytes"),
             ),
             (Fault::OutOfBounds, "sandbox_memory_exceeded", None),
+            (
+                Fault::Reentrancy {
+                    limit: 1,
+                    observed: 2,
+                },
+                "sandbox_invocation_error",
+                Some("host-reentrancy"),
+            ),
             (
                 Fault::LoopLimit {
                     limit: 2,

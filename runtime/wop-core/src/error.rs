@@ -26,6 +26,8 @@ pub enum ErrorCode {
     PackIntegrityMismatch,
     /// The pack's signature is invalid.
     PackSignatureInvalid,
+    /// A new version of an approved pack requests more than the approved one.
+    PackCapabilityEscalation,
     /// The pack's runtime language or format is not supported here.
     UnsupportedRuntime,
     /// A WASM ABI v1 core module reports an ABI version this runtime does
@@ -65,6 +67,8 @@ pub enum ErrorCode {
     McpError,
     /// No protocol revision in common with a peer.
     InteropVersionUnsupported,
+    /// One MCP result message exceeded the server's `maxResultBytes`.
+    McpResultTooLarge,
     /// A node failed with a code of its own (the default for pack errors).
     NodeFailed,
 }
@@ -81,6 +85,7 @@ impl ErrorCode {
             Self::PackValidationFailed => "pack_validation_failed",
             Self::PackIntegrityMismatch => "pack_integrity_mismatch",
             Self::PackSignatureInvalid => "pack_signature_invalid",
+            Self::PackCapabilityEscalation => "pack_capability_escalation",
             Self::UnsupportedRuntime => "unsupported_runtime",
             Self::UnsupportedAbiVersion => "unsupported_abi_version",
             Self::Forbidden => "forbidden",
@@ -100,12 +105,13 @@ impl ErrorCode {
             Self::UpstreamUnavailable => "upstream_unavailable",
             Self::McpError => "mcp_error",
             Self::InteropVersionUnsupported => "interop_version_unsupported",
+            Self::McpResultTooLarge => "mcp_result_too_large",
             Self::NodeFailed => "node_failed",
         }
     }
 
     /// Every code, in declaration order (for tables and documents).
-    pub const ALL: [ErrorCode; 28] = [
+    pub const ALL: [ErrorCode; 30] = [
         Self::SandboxEscapeAttempt,
         Self::SandboxCapabilityDenied,
         Self::SandboxMemoryExceeded,
@@ -114,6 +120,7 @@ impl ErrorCode {
         Self::PackValidationFailed,
         Self::PackIntegrityMismatch,
         Self::PackSignatureInvalid,
+        Self::PackCapabilityEscalation,
         Self::UnsupportedRuntime,
         Self::UnsupportedAbiVersion,
         Self::Forbidden,
@@ -133,6 +140,7 @@ impl ErrorCode {
         Self::UpstreamUnavailable,
         Self::McpError,
         Self::InteropVersionUnsupported,
+        Self::McpResultTooLarge,
         Self::NodeFailed,
     ];
 
@@ -155,6 +163,7 @@ impl ErrorCode {
                 | Self::PackValidationFailed
                 | Self::PackIntegrityMismatch
                 | Self::PackSignatureInvalid
+                | Self::PackCapabilityEscalation
                 | Self::UnsupportedRuntime
                 | Self::UnsupportedAbiVersion
                 | Self::BudgetExhausted
@@ -262,6 +271,32 @@ pub enum LoadError {
         /// The digest of the file on disk.
         actual: String,
     },
+    /// The signature is missing (when required), malformed, by an unknown
+    /// key, by a key not allowed for this name, or does not verify.
+    #[error("pack_signature_invalid ({reason}): {message}")]
+    Signature {
+        /// `missing`, `malformed`, `unknown-key`, `key-not-allowed`, `bad-signature`.
+        reason: &'static str,
+        /// The key id named by `pack.sig` (never the key).
+        key_id: Option<String>,
+        /// What is wrong.
+        message: String,
+    },
+    /// A new version of an approved pack requests more than the approved one.
+    #[error(
+        "pack_capability_escalation: pack `{pack}` {version} requests more than the approved {approved_version}: {}; review with `wop diff` and approve this version in the policy ([packs.<name>] approved)",
+        .additions.join(", ")
+    )]
+    Escalation {
+        /// The pack name.
+        pack: String,
+        /// The version being loaded.
+        version: String,
+        /// The approved version.
+        approved_version: String,
+        /// What it requests beyond the approved version (`kind: item`).
+        additions: Vec<String>,
+    },
     /// The runtime language/format is not supported.
     #[error("unsupported_runtime: {0}")]
     Unsupported(String),
@@ -322,6 +357,8 @@ impl LoadError {
         match self {
             Self::Validation { .. } => ErrorCode::PackValidationFailed,
             Self::Integrity { .. } => ErrorCode::PackIntegrityMismatch,
+            Self::Signature { .. } => ErrorCode::PackSignatureInvalid,
+            Self::Escalation { .. } => ErrorCode::PackCapabilityEscalation,
             Self::Unsupported(_) => ErrorCode::UnsupportedRuntime,
             Self::Escape { .. } => ErrorCode::SandboxEscapeAttempt,
             Self::CapabilityDenied { .. } => ErrorCode::SandboxCapabilityDenied,
@@ -343,6 +380,19 @@ impl LoadError {
             Self::Escape { kind, import } => {
                 crate::details! {"escapeKind" => kind, "import" => import}
             }
+            Self::Signature { reason, key_id, .. } => match key_id {
+                Some(k) => crate::details! {"reason" => reason, "keyId" => k},
+                None => crate::details! {"reason" => reason},
+            },
+            Self::Escalation {
+                pack,
+                version,
+                approved_version,
+                additions,
+            } => crate::details! {
+                "pack" => pack, "version" => version,
+                "approvedVersion" => approved_version, "additions" => additions
+            },
             Self::CapabilityDenied { import, .. } => {
                 crate::details! {"requestedCapability" => import}
             }

@@ -50,6 +50,7 @@ pub mod ratelimit;
 pub mod replay;
 pub mod time;
 pub mod tools;
+pub mod trust;
 
 pub use capability::Capability;
 pub use classify::{Classified, Fault, classify};

@@ -41,7 +41,7 @@ impl Default for Limits {
             memory_bytes: 64 << 20,
             fuel: 10_000_000_000,
             wall_clock_ms: 30_000,
-            table_elements: 100_000,
+            table_elements: MAX_TABLE_ELEMENTS,
             instances: 128,
             memories_and_tables: 128,
             output_bytes: 4 << 20,
@@ -161,6 +161,33 @@ impl Limits {
     }
 }
 
+/// The most elements one table can ever have: the engine's pool reserves
+/// this many per table, and `limits.tableElements` is clamped to it (one
+/// value, enforced by the store limiter with `cap.breached` `wasm-table`).
+pub const MAX_TABLE_ELEMENTS: u64 = 100_000;
+
+/// Longest tool id a pack may pass to a host call, in bytes.
+pub const MAX_TOOL_ID_BYTES: usize = 512;
+/// Longest URL a pack may pass to `http.safe-fetch`, in bytes.
+pub const MAX_URL_BYTES: usize = 8192;
+/// Longest header name a pack may pass to `http.safe-fetch`, in bytes.
+pub const MAX_HEADER_NAME_BYTES: usize = 256;
+/// Longest MCP server id or tool name a pack may pass, in bytes.
+pub const MAX_MCP_NAME_BYTES: usize = 256;
+
+/// Checks a pack-supplied identifier against its length cap **before** it
+/// is stored, echoed into an event or hashed. The error names what was too
+/// long and the cap, never echoes the value.
+pub fn check_identifier(what: &str, value: &str, cap: usize) -> Result<(), String> {
+    if value.len() > cap {
+        return Err(format!(
+            "the {what} is {} bytes long; the longest accepted is {cap} bytes",
+            value.len()
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,6 +217,14 @@ mod tests {
             ..Default::default()
         };
         assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn identifiers_are_bounded_without_echo() {
+        assert!(check_identifier("tool id", "a:b", MAX_TOOL_ID_BYTES).is_ok());
+        let long = "x".repeat(MAX_TOOL_ID_BYTES + 1);
+        let e = check_identifier("tool id", &long, MAX_TOOL_ID_BYTES).unwrap_err();
+        assert!(e.contains("513 bytes") && !e.contains("xxx"), "{e}");
     }
 
     #[test]

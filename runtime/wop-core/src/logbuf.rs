@@ -12,6 +12,12 @@ use serde_json::Value;
 /// Most events kept per invocation.
 pub const MAX_EVENTS: usize = 10_000;
 
+/// Most bytes of recorded (non-log) events kept per invocation, measured
+/// as their JSON. Past it events are dropped and counted, like past
+/// [`MAX_EVENTS`]: a pack cannot make the host hold more than this in
+/// audit events whatever it passes to its host calls.
+pub const MAX_EVENT_BYTES: usize = 4 << 20;
+
 /// Appended to a line cut at the line cap.
 pub const CUT_MARKER: &str = " …[truncated]";
 
@@ -24,6 +30,10 @@ pub struct LogBuffer {
     dropped_bytes: u64,
     dropped_lines: u64,
     dropped_events: u64,
+    dropped_event_bytes: u64,
+    event_bytes: usize,
+    /// Bytes cut off over-long lines (counted as dropped).
+    cut_bytes: u64,
     events: Vec<Event>,
     stdout: Partial,
     stderr: Partial,
@@ -47,6 +57,9 @@ impl LogBuffer {
             dropped_bytes: 0,
             dropped_lines: 0,
             dropped_events: 0,
+            dropped_event_bytes: 0,
+            event_bytes: 0,
+            cut_bytes: 0,
             events: Vec::new(),
             stdout: Partial::default(),
             stderr: Partial::default(),
@@ -58,23 +71,36 @@ impl LogBuffer {
         self.kept
     }
 
-    /// Bytes dropped past the total cap.
+    /// Log bytes dropped: lines past the total cap plus the parts of
+    /// over-long lines cut at the line cap (stdout/stderr included).
     pub fn dropped_bytes(&self) -> u64 {
-        self.dropped_bytes
+        self.dropped_bytes.saturating_add(self.cut_bytes)
+    }
+
+    /// Bytes of recorded (non-log) events kept so far, as JSON.
+    pub fn event_bytes(&self) -> usize {
+        self.event_bytes
     }
 
     /// Records a non-log event (tool calls, ...) in order with the log
-    /// lines. At most [`MAX_EVENTS`] are kept; the rest are counted.
+    /// lines. At most [`MAX_EVENTS`] events and [`MAX_EVENT_BYTES`] bytes
+    /// of them are kept; the rest are counted and one marker says so.
     pub fn record(&mut self, event: Event) {
-        if self.events.len() >= MAX_EVENTS {
+        let size = serde_json::to_string(&event).map_or(0, |s| s.len());
+        if self.events.len() >= MAX_EVENTS || self.event_bytes + size > MAX_EVENT_BYTES {
             self.dropped_events += 1;
+            self.dropped_event_bytes += size as u64;
             return;
         }
+        self.event_bytes += size;
         self.events.push(event);
     }
 
     /// Records one line from the `log` interface.
     pub fn log(&mut self, level: LogLevel, message: &str, fields: Option<Value>) {
+        if message.len() > self.line_cap {
+            self.cut_bytes += (message.len() - self.line_cap) as u64;
+        }
         let message = cut(message, self.line_cap);
         self.push(level, message, fields, LogStream::Log);
     }
@@ -88,6 +114,7 @@ impl LogBuffer {
                 LogStream::Stderr => &mut self.stderr,
                 _ => &mut self.stdout,
             };
+            let mut discarded = 0u64;
             for &b in bytes {
                 if b == b'\n' {
                     if !part.overflowed {
@@ -95,14 +122,17 @@ impl LogBuffer {
                     }
                     part.overflowed = false;
                 } else if part.overflowed {
-                    // The rest of an over-long line: discarded.
+                    // The rest of an over-long line: discarded, counted.
+                    discarded += 1;
                 } else if part.buf.len() < line_cap {
                     part.buf.push(b);
                 } else {
                     part.overflowed = true;
+                    discarded += 1;
                     complete.push((std::mem::take(&mut part.buf), true));
                 }
             }
+            self.cut_bytes += discarded;
         }
         for (line, cut_off) in complete {
             self.push_raw(stream, &line, cut_off);
@@ -162,8 +192,8 @@ impl LogBuffer {
             self.events.push(Event::LogAppended {
                 level: LogLevel::Warn,
                 message: format!(
-                    "[wop] {} event(s) dropped past the {MAX_EVENTS}-event cap",
-                    self.dropped_events
+                    "[wop] {} event(s), {} byte(s) dropped past the {MAX_EVENTS}-event / {MAX_EVENT_BYTES}-byte event cap",
+                    self.dropped_events, self.dropped_event_bytes
                 ),
                 fields: None,
                 stream: LogStream::Runtime,
@@ -243,6 +273,34 @@ mod tests {
             vec![format!("abcd{CUT_MARKER}"), "xy".to_owned()]
         );
         assert_eq!(cut("ééé", 3), format!("é{CUT_MARKER}"));
+    }
+
+    #[test]
+    fn cut_stdio_bytes_count_as_dropped() {
+        let mut b = LogBuffer::new(1000, 4);
+        b.write(LogStream::Stdout, b"abcdefghij\nxy\n");
+        b.log(LogLevel::Info, "0123456789", None);
+        // 6 bytes cut from stdout, 6 from the log line.
+        assert_eq!(b.dropped_bytes(), 12);
+    }
+
+    #[test]
+    fn events_are_capped_by_bytes_with_a_counted_marker() {
+        let mut b = LogBuffer::new(1000, 100);
+        let big = "x".repeat(1 << 20);
+        for _ in 0..20 {
+            b.record(Event::LogAppended {
+                level: LogLevel::Info,
+                message: big.clone(),
+                fields: None,
+                stream: LogStream::Runtime,
+            });
+        }
+        assert!(b.event_bytes() <= MAX_EVENT_BYTES);
+        let ev = b.finish();
+        assert_eq!(ev.len(), 4, "3 kept + the marker");
+        let m = messages(&ev);
+        assert!(m[3].contains("17 event(s)"), "{}", m[3]);
     }
 
     #[test]

@@ -84,6 +84,14 @@ pub struct WopBlock {
     /// Only those the operator also grants are reachable.
     #[serde(default)]
     pub egress: Vec<String>,
+    /// MCP servers (and optionally tools) the pack uses through `ctx.mcp`,
+    /// e.g. `{"servers": ["everything"], "tools": ["everything/echo"]}`.
+    /// Only what the operator also grants (`[packs.<name>] mcp`) is usable.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::policy::mcp::McpRequest::is_empty"
+    )]
+    pub mcp: crate::policy::mcp::McpRequest,
 }
 
 fn err(path: impl Into<String>, message: impl Into<String>) -> LoadError {
@@ -299,6 +307,9 @@ impl Manifest {
         if let Err((i, e)) = crate::egress::allow::parse_all(&wop.egress) {
             return Err(err(format!("$.{VENDOR_KEY}.egress[{i}]"), e));
         }
+        if let Err((at, e)) = wop.mcp.validate() {
+            return Err(err(format!("$.{VENDOR_KEY}.mcp.{at}"), e));
+        }
         if wop.sha256.len() != 64
             || !wop
                 .sha256
@@ -424,6 +435,18 @@ mod tests {
             (
                 "$.x-wop.egress",
                 Box::new(|v| v["x-wop"]["egress"] = json!("api.example.com")),
+            ),
+            (
+                "$.x-wop.mcp.tools[0]",
+                Box::new(|v| v["x-wop"]["mcp"] = json!({"servers": ["ev"], "tools": ["other/x"]})),
+            ),
+            (
+                "$.x-wop.mcp.servers[0]",
+                Box::new(|v| v["x-wop"]["mcp"] = json!({"servers": ["Ev"]})),
+            ),
+            (
+                "$.x-wop.mcp.surprise",
+                Box::new(|v| v["x-wop"]["mcp"] = json!({"surprise": 1})),
             ),
             (
                 "$.x-wop.surprise",

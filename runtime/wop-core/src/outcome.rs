@@ -80,6 +80,10 @@ pub fn valid_code(code: &str) -> bool {
         })
 }
 
+fn boxed_invalid(node_id: &str, kind: &str, message: String) -> Box<Classified> {
+    Box::new(invalid(node_id, kind, message))
+}
+
 fn invalid(node_id: &str, kind: &str, message: String) -> Classified {
     classify(
         &Fault::Trap {
@@ -113,7 +117,7 @@ pub fn interpret(
         return (Err(c), size);
     }
     (
-        interpret_within_cap(ret, may_suspend, relayed, node_id),
+        interpret_within_cap(ret, may_suspend, relayed, node_id).map_err(|c| *c),
         size,
     )
 }
@@ -123,10 +127,10 @@ fn interpret_within_cap(
     may_suspend: bool,
     relayed: &BTreeSet<String>,
     node_id: &str,
-) -> Result<Outcome, Classified> {
+) -> Result<Outcome, Box<Classified>> {
     let parse = |text: &str, what: &str| {
         serde_json::from_str::<Value>(text).map_err(|e| {
-            invalid(
+            boxed_invalid(
                 node_id,
                 "invalid-output",
                 format!("the node's {what} is not valid JSON: {e}"),
@@ -145,7 +149,9 @@ fn interpret_within_cap(
                 None => None,
                 Some(d) => Some(parse(&d, "error details")?),
             };
-            return Err(pack_error(&code, &message, details, relayed, node_id));
+            return Err(Box::new(pack_error(
+                &code, &message, details, relayed, node_id,
+            )));
         }
         PackReturn::Envelope(bytes) => return envelope(&bytes, may_suspend, relayed, node_id),
     };
@@ -157,17 +163,17 @@ fn finish(
     completed: bool,
     may_suspend: bool,
     node_id: &str,
-) -> Result<Outcome, Classified> {
+) -> Result<Outcome, Box<Classified>> {
     if completed {
         return Ok(Outcome::Completed { output: value });
     }
     if !may_suspend {
-        return Err(classify(
+        return Err(Box::new(classify(
             &Fault::CapabilityDenied {
                 capability: "interrupt".to_owned(),
             },
             node_id,
-        ));
+        )));
     }
     Ok(Outcome::Suspended { interrupt: value })
 }
@@ -178,8 +184,8 @@ fn envelope(
     may_suspend: bool,
     relayed: &BTreeSet<String>,
     node_id: &str,
-) -> Result<Outcome, Classified> {
-    let bad = |m: String| invalid(node_id, "invalid-response", m);
+) -> Result<Outcome, Box<Classified>> {
+    let bad = |m: String| boxed_invalid(node_id, "invalid-response", m);
     let text = std::str::from_utf8(bytes)
         .map_err(|_| bad("the response is not valid UTF-8".to_owned()))?;
     let v: Value = serde_json::from_str(text)
@@ -200,7 +206,9 @@ fn envelope(
             let code = e.get("code").and_then(Value::as_str).unwrap_or("");
             let message = e.get("message").and_then(Value::as_str).unwrap_or("");
             let details = e.get("details").filter(|d| !d.is_null()).cloned();
-            Err(pack_error(code, message, details, relayed, node_id))
+            Err(Box::new(pack_error(
+                code, message, details, relayed, node_id,
+            )))
         }
         _ => Err(bad(
             "the response's `outcome` must be completed, suspended or failed".to_owned(),

@@ -79,16 +79,65 @@ pub struct EgressView {
 }
 
 /// Reads and verifies the pack's files; returns the manifest, the entry
-/// bytes and their sha256.
+/// bytes and their sha256. No signature check: see [`read_pack_trusted`].
 pub fn read_pack(dir: &Path) -> Result<(Manifest, Vec<u8>, String), LoadError> {
-    let root = Dir::open_ambient_dir(dir, cap_std::ambient_authority()).map_err(|e| {
+    read_pack_with(dir, |_, _, _| Ok(()))
+}
+
+/// [`read_pack`] plus the provenance check of [`crate::trust::check`]
+/// (signature against `[trust]`, capability escalation against
+/// `[packs.<name>] approved`), done after the manifest is parsed and before
+/// the entry is even read.
+pub fn read_pack_trusted(
+    dir: &Path,
+    policy: &Policy,
+) -> Result<(Manifest, Vec<u8>, String), LoadError> {
+    read_pack_with(dir, |root, manifest, raw| {
+        let sig = read_sig(root)?;
+        crate::trust::check(policy, manifest, raw, sig.as_deref()).map(|_| ())
+    })
+}
+
+/// The pack's provenance verdict under `policy`, without reading the entry
+/// (for `wop inspect` / `wop verify`).
+pub fn trust_verdict(dir: &Path, policy: &Policy) -> Result<crate::trust::TrustVerdict, LoadError> {
+    let root = open_root(dir)?;
+    let raw = read_capped(&root, "pack.json", MAX_MANIFEST_BYTES, "$")?;
+    let manifest = Manifest::parse(&raw)?;
+    let sig = read_sig(&root)?;
+    crate::trust::check(policy, &manifest, &raw, sig.as_deref())
+}
+
+fn open_root(dir: &Path) -> Result<Dir, LoadError> {
+    Dir::open_ambient_dir(dir, cap_std::ambient_authority()).map_err(|e| {
         LoadError::validation(
             dir.display().to_string(),
             format!("cannot open the pack directory: {e}"),
         )
-    })?;
+    })
+}
+
+fn read_sig(root: &Dir) -> Result<Option<Vec<u8>>, LoadError> {
+    match root.try_exists(crate::trust::SIG_FILE) {
+        Ok(true) => read_capped(
+            root,
+            crate::trust::SIG_FILE,
+            64 << 10,
+            crate::trust::SIG_FILE,
+        )
+        .map(Some),
+        _ => Ok(None),
+    }
+}
+
+fn read_pack_with(
+    dir: &Path,
+    check: impl Fn(&Dir, &Manifest, &[u8]) -> Result<(), LoadError>,
+) -> Result<(Manifest, Vec<u8>, String), LoadError> {
+    let root = open_root(dir)?;
     let manifest_bytes = read_capped(&root, "pack.json", MAX_MANIFEST_BYTES, "$")?;
     let manifest = Manifest::parse(&manifest_bytes)?;
+    check(&root, &manifest, &manifest_bytes)?;
     let entry = read_capped(
         &root,
         &manifest.runtime.entry,

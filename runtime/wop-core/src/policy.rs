@@ -24,6 +24,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub mod mcp;
+
 /// The operator policy.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -54,6 +56,14 @@ pub struct Policy {
     /// Metering switches.
     #[serde(default)]
     pub metering: MeteringSection,
+    /// MCP servers packs may use through `ctx.mcp` (`[mcp.servers.<id>]`);
+    /// granted per pack (`[packs.<name>] mcp`).
+    #[serde(default)]
+    pub mcp: mcp::McpSection,
+    /// Signed packs: trusted keys and whether signatures are required
+    /// (`[trust]`; decision 0009).
+    #[serde(default)]
+    pub trust: crate::trust::TrustSection,
 }
 
 /// `[metering]`.
@@ -208,6 +218,18 @@ pub struct PackGrant {
     /// manifest also requests (`x-wop.egress`).
     #[serde(default)]
     pub egress: Vec<String>,
+    /// MCP servers and tools the pack may use, if its manifest also
+    /// requests them (`x-wop.mcp`): a server id (every tool),
+    /// `<server>/<tool>`, `<server>/*` or `<server>/<prefix>*`.
+    #[serde(default)]
+    pub mcp: Vec<String>,
+    /// Require a trusted signature for this pack (overrides
+    /// `[trust] requireSignature`).
+    pub require_signature: Option<bool>,
+    /// The approved version's `pack.json` (a file, or a pack directory
+    /// holding one). A version that requests more than it is refused with
+    /// `pack_capability_escalation` until this points at that version.
+    pub approved: Option<PathBuf>,
 }
 
 /// A directory granted to a pack.
@@ -303,6 +325,8 @@ impl Policy {
                 "effects.retentionDays = {d}: effect records must be kept at least 14 days"
             )));
         }
+        self.mcp.validate().map_err(ConfigError::Policy)?;
+        self.trust.validate().map_err(ConfigError::Policy)?;
         self.egress
             .validate(self.effects.max_result_bytes.unwrap_or(1 << 20))
             .map_err(ConfigError::Policy)?;
@@ -312,9 +336,15 @@ impl Policy {
                     "packs.{name}.egress[{i}]: {e}"
                 )));
             }
+            mcp::validate_grants(&grant.mcp)
+                .map_err(|e| ConfigError::Policy(format!("packs.{name}.mcp{e}")))?;
             for p in &grant.tools {
                 crate::authz::pattern_matches(p, "x:y")
                     .map_err(|e| ConfigError::Policy(format!("packs.{name}.tools: {e}")))?;
+            }
+            if let Some(a) = &grant.approved {
+                crate::trust::read_approved(a)
+                    .map_err(|e| ConfigError::Policy(format!("packs.{name}.approved: {e}")))?;
             }
             if let Some(fs) = &grant.filesystem
                 && !fs.path.is_dir()
@@ -397,6 +427,22 @@ mod tests {
         assert!(e.to_string().contains("maxRedirects"), "{e}");
         let e = Policy::from_toml("[egress]\nmaxResponseBytes = 4194304\n").unwrap_err();
         assert!(e.to_string().contains("maxResultBytes"), "{e}");
+    }
+
+    #[test]
+    fn mcp_section_and_grants_are_checked() {
+        let p = Policy::from_toml(
+            "[mcp.servers.ev]\ntransport = \"stdio\"\ncommand = \"node\"\ntiers = { echo = \"pure\" }\nrateLimit = { capacity = 2, refillPerSec = 1.0 }\n[packs.m]\ncapabilities = [\"mcp\"]\nmcp = [\"ev/echo\"]\n",
+        )
+        .unwrap();
+        assert_eq!(p.grant("m").mcp, vec!["ev/echo".to_string()]);
+        assert_eq!(p.mcp.servers["ev"].tier_of("echo"), mcp::ToolTier::Pure);
+        let e = Policy::from_toml("[mcp.servers.ev]\ntransport = \"stdio\"\n").unwrap_err();
+        assert!(e.to_string().contains("mcp.servers.ev.command"), "{e}");
+        let e = Policy::from_toml("[mcp]\nserverz = {}\n").unwrap_err();
+        assert!(e.to_string().contains("serverz"), "{e}");
+        let e = Policy::from_toml("[packs.m]\nmcp = [\"ev/a*b\"]\n").unwrap_err();
+        assert!(e.to_string().contains("packs.m.mcp[0]"), "{e}");
     }
 
     #[test]

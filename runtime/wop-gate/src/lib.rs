@@ -21,12 +21,17 @@
 //! HTTP tools ([`http_tool`]), node-pack tools through a [`NodeInvoker`]
 //! the runtime implements ([`pack_tool`]), host extensions, and safe-fetch
 //! ([`fetch`]), whose guarded client pins validated addresses.
+//!
+//! **MCP** ([`mcp`]). `ctx.mcp` on the runtime's [`mcp::McpGateway`]:
+//! `call-tool` is the gate tool `mcp:<server>/<tool>`; listings, resource
+//! reads and health are reads on a granted server.
 
 pub mod egress;
 pub mod fetch;
 pub mod fetch_client;
 mod gate;
 pub mod http_tool;
+pub mod mcp;
 pub mod pack_tool;
 mod session;
 pub mod tools;

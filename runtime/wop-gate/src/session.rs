@@ -11,6 +11,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use wop_core::events::Event;
+use wop_core::limits;
 use wop_core::logbuf::{SharedLog, with_log};
 use wop_core::tools::ToolDescriptor;
 
@@ -50,6 +51,7 @@ pub struct GateSession {
     counters: CallCounters,
     usage: SessionUsage,
     log: SharedLog,
+    mcp: Option<crate::mcp::PackMcp>,
 }
 
 impl std::fmt::Debug for GateSession {
@@ -78,7 +80,14 @@ impl GateSession {
             counters: CallCounters::default(),
             usage: SessionUsage::default(),
             log,
+            mcp: None,
         }
+    }
+
+    /// Attaches what `ctx.mcp` may use (`None`, the default: no server is
+    /// visible, every MCP call is `not_found`).
+    pub fn set_mcp(&mut self, mcp: Option<crate::mcp::PackMcp>) {
+        self.mcp = mcp;
     }
 
     /// Who is calling.
@@ -103,6 +112,7 @@ impl GateSession {
         arguments: Value,
         idempotency_key: Option<&str>,
     ) -> Result<Value, GateError> {
+        check_id("tool id", tool_id, limits::MAX_TOOL_ID_BYTES)?;
         let mut events = Vec::new();
         let mut scope = CallScope {
             site: &self.site,
@@ -122,6 +132,10 @@ impl GateSession {
     /// `http.safe-fetch`: the egress checks, then the gate as the tool
     /// `http:<host>` (see [`crate::fetch`]).
     pub async fn fetch(&mut self, request: FetchRequest) -> Result<FetchResponse, GateError> {
+        check_id("URL", &request.url, limits::MAX_URL_BYTES)?;
+        for h in &request.headers {
+            check_id("header name", &h.name, limits::MAX_HEADER_NAME_BYTES)?;
+        }
         let mut events = Vec::new();
         let out = request.body.as_ref().map_or(0, Vec::len) as u64;
         let mut site = self.site.clone();
@@ -148,6 +162,82 @@ impl GateSession {
         r
     }
 
+    /// `mcp.call-tool`: the gate tool `mcp:<server>/<name>` (see
+    /// [`crate::mcp`]). The result is the server's JSON, unaltered.
+    pub async fn mcp_call_tool(
+        &mut self,
+        server: &str,
+        name: &str,
+        arguments: Value,
+        idempotency_key: Option<&str>,
+    ) -> Result<Value, GateError> {
+        check_id("MCP server id", server, limits::MAX_MCP_NAME_BYTES)?;
+        check_id("MCP tool name", name, limits::MAX_MCP_NAME_BYTES)?;
+        let mut events = Vec::new();
+        let mut site = self.site.clone();
+        site.deadline = crate::fetch::fetch_deadline(site.deadline);
+        site.transport = wop_core::events::Transport::Mcp;
+        let mut scope = CallScope {
+            site: &site,
+            counters: &mut self.counters,
+            events: &mut events,
+        };
+        let (r, done) = crate::mcp::call_tool(
+            &self.gate,
+            self.mcp.as_ref(),
+            &mut scope,
+            server,
+            name,
+            arguments,
+            idempotency_key,
+        )
+        .await;
+        if let Some((tool_id, receipt)) = &done {
+            self.usage.count(tool_id, receipt);
+        }
+        self.note(&r);
+        self.record(events);
+        r
+    }
+
+    /// `mcp.list-tools`: one page, keeping only tools this pack may call.
+    pub async fn mcp_list_tools(
+        &mut self,
+        server: &str,
+        cursor: Option<String>,
+    ) -> Result<Value, GateError> {
+        self.mcp_read(server, crate::mcp::Read::Tools(cursor)).await
+    }
+
+    /// `mcp.read-resource`, unaltered.
+    pub async fn mcp_read_resource(&mut self, server: &str, uri: &str) -> Result<Value, GateError> {
+        self.mcp_read(server, crate::mcp::Read::Resource(uri)).await
+    }
+
+    /// `mcp.server-health`: the host's health document for the server.
+    pub async fn mcp_server_health(&mut self, server: &str) -> Result<Value, GateError> {
+        self.mcp_read(server, crate::mcp::Read::Health).await
+    }
+
+    async fn mcp_read(
+        &mut self,
+        server: &str,
+        op: crate::mcp::Read<'_>,
+    ) -> Result<Value, GateError> {
+        check_id("MCP server id", server, limits::MAX_MCP_NAME_BYTES)?;
+        let deadline = crate::fetch::fetch_deadline(self.site.deadline);
+        let r = crate::mcp::read(
+            self.mcp.as_ref(),
+            &self.site.principal.scopes,
+            deadline,
+            server,
+            op,
+        )
+        .await;
+        self.note(&r);
+        r
+    }
+
     fn note<T>(&mut self, r: &Result<T, GateError>) {
         if let Err(e) = r
             && !self.usage.verdicts.contains(&e.code)
@@ -163,4 +253,18 @@ impl GateSession {
         }
         with_log(&self.log, |l| events.into_iter().for_each(|e| l.record(e)));
     }
+}
+
+/// Refuses an over-long pack-supplied identifier with `validation_error`
+/// before it is stored, echoed into an event or hashed (no event, no
+/// usage entry: the call never reaches the gate).
+fn check_id(what: &str, value: &str, cap: usize) -> Result<(), GateError> {
+    limits::check_identifier(what, value, cap).map_err(|message| {
+        GateError::new(
+            crate::GateErrorKind::Failed,
+            wop_core::error::ErrorCode::ValidationError.as_str(),
+            message,
+            serde_json::json!({"field": what, "limit": cap, "observed": value.len()}),
+        )
+    })
 }

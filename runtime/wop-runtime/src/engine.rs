@@ -47,6 +47,9 @@ fn config() -> Config {
         .max_core_instances_per_component(POOL_CORE_INSTANCES_PER_COMPONENT)
         .max_memories_per_component(POOL_MEMORIES_PER_COMPONENT)
         .max_tables_per_component(POOL_TABLES_PER_COMPONENT)
+        // The same ceiling the limiter enforces: before, the pool's own
+        // default (20 000) silently stopped growth below the documented cap.
+        .table_elements(usize::try_from(wop_core::limits::MAX_TABLE_ELEMENTS).unwrap_or(usize::MAX))
         .max_memory_size(POOL_MAX_MEMORY_BYTES);
     c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     c

@@ -40,6 +40,8 @@ pub(crate) struct ExecParams<'a> {
     pub site: CallSite,
     /// What safe-fetch may reach (`None`: nothing, e.g. during describe()).
     pub egress: Option<PackEgress>,
+    /// What `ctx.mcp` may use (`None`: nothing, e.g. during describe()).
+    pub mcp: Option<wop_gate::mcp::PackMcp>,
     pub bounds: wop_core::budget::RunBounds,
     /// Record the per-host-call breakdown (installs the call hook).
     pub breakdown: bool,
@@ -75,7 +77,8 @@ pub(crate) async fn execute(p: ExecParams<'_>, call: Call) -> Execution {
     };
     let mut site = p.site;
     site.deadline = Instant::now() + Duration::from_millis(p.limits.wall_clock_ms);
-    let session = GateSession::new(p.gate, site, p.egress, sb.log.clone());
+    let mut session = GateSession::new(p.gate, site, p.egress, sb.log.clone());
+    session.set_mcp(p.mcp);
     let mut table = wasmtime::component::ResourceTable::new();
     table.set_max_capacity(usize::try_from(p.limits.resource_entries).unwrap_or(usize::MAX));
     let state = HostState {
@@ -88,7 +91,7 @@ pub(crate) async fn execute(p: ExecParams<'_>, call: Call) -> Execution {
     };
     let mut armed = match sandbox::arm(p.engine, state, spec) {
         Ok(a) => a,
-        Err(failed) => return failed,
+        Err(failed) => return *failed,
     };
     let deadline = armed.deadline();
     let store = &mut armed.store;

@@ -22,7 +22,7 @@ use wop_core::events::{Event, EventSink, Transport};
 use wop_core::limits::Limits;
 use wop_core::manifest::Manifest;
 use wop_core::model::{InvocationReport, InvokeRequest, Outcome, Principal, Usage};
-use wop_core::pack::{Inspection, judge_imports, read_pack, require_component, resolve};
+use wop_core::pack::{Inspection, judge_imports, require_component, resolve};
 use wop_core::policy::Policy;
 use wop_effects::effects::{EffectError, EffectState, EffectSummary, EffectTimings, Effects};
 use wop_effects::store::KvStore;
@@ -155,6 +155,9 @@ pub(crate) struct Inner {
     instantiations: AtomicU64,
     /// What node-pack tools call to run a nested invocation.
     nested: OnceLock<Arc<dyn NodeInvoker>>,
+    /// The MCP client for `ctx.mcp` (one per runtime: stdio servers start
+    /// once, not per invocation).
+    mcp: Arc<wop_gate::mcp::McpGateway>,
 }
 
 /// Node-pack tools run nested invocations through the runtime.
@@ -336,6 +339,8 @@ impl Runtime {
         }
         let me: InvokerSlot = Arc::new(OnceLock::new());
         let gate = Arc::new(build_gate(config, &me)?);
+        let mcp = wop_gate::mcp::McpGateway::new(config.policy.mcp.servers.clone())
+            .map_err(ConfigError::Policy)?;
         let meter = Meter::new(gate.effects().kv().clone(), config.policy.prices.clone());
         let rt = Runtime {
             inner: Arc::new(Inner {
@@ -354,6 +359,7 @@ impl Runtime {
                 registry: Registry::default(),
                 instantiations: AtomicU64::new(0),
                 nested: OnceLock::new(),
+                mcp: Arc::new(mcp),
             }),
         };
         let invoker: Arc<dyn NodeInvoker> = Arc::new(Nested(Arc::downgrade(&rt.inner)));
@@ -413,7 +419,9 @@ impl Runtime {
     }
 
     async fn inspect_inner(&self, dir: &Path) -> Result<(Inspection, Component), LoadError> {
-        let (manifest, wasm, sha) = read_pack(dir)?;
+        // Signature and escalation are judged before the entry is read
+        // or compiled (decision 0009).
+        let (manifest, wasm, sha) = wop_core::pack::read_pack_trusted(dir, &self.inner.policy)?;
         require_component(&manifest)?;
         let component = self.compile(&sha, wasm).await?;
         let r = resolve(&self.inner.policy, &manifest);
@@ -548,6 +556,7 @@ impl Runtime {
             gate: self.inner.gate.clone(),
             site,
             egress: None,
+            mcp: None,
             bounds: RunBounds::default(),
             binding: Binding::default(),
             breakdown: self.breakdown(),
@@ -714,7 +723,7 @@ impl Runtime {
                     bounds,
                     binding,
                 };
-                self.run_component(&pack, &req, run).await
+                self.run_component(pack, &req, run).await
             }
         };
         events.extend(exec_events);
@@ -769,6 +778,11 @@ impl Runtime {
         params.limits = limits;
         params.bounds = bounds;
         params.egress = Some(egress);
+        params.mcp = Some(
+            self.inner
+                .mcp
+                .for_pack(m.wop.mcp.clone(), self.inner.policy.grant(&m.name).mcp),
+        );
         params.binding = binding;
         let exec = execute(params, Call::Invoke(wit_req)).await;
         let mut usage = exec.usage;

@@ -108,7 +108,7 @@ mod types;
 pub use ctx::{Ctx, Level, Log};
 pub use error::{NodeError, codes};
 pub use http::{Http, HttpRequest, HttpResponse};
-pub use mcp::Mcp;
+pub use mcp::{Mcp, McpError, McpErrorKind};
 pub use tools::{SafetyTier, ToolDescriptor, ToolError, ToolErrorKind, Tools};
 pub use types::{NodeContext, NodeInfo, Outcome, PackInfo, Request};
 

@@ -82,6 +82,13 @@ pub(crate) const MAX_KEY_BYTES: u32 = 4096;
 /// component `random` interface).
 pub(crate) const MAX_RANDOM: u32 = 65_536;
 
+/// Deepest nesting of host → guest callbacks an invocation may reach. The
+/// ABI needs one level: a host function calls `openwop_alloc` to hand a
+/// value back. An `openwop_alloc` that calls an import which calls
+/// `openwop_alloc` again would otherwise re-enter until every fiber stack
+/// of the process is taken (each re-entry runs on a new one).
+pub(crate) const MAX_REENTRY: u32 = 1;
+
 /// What a host function does.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum HostFn {
@@ -107,6 +114,9 @@ pub(crate) struct CoreState {
     pub resume: Option<Value>,
     /// Set when `openwop_interrupt` suspended the node.
     pub suspended: Option<Value>,
+    /// How many host calls are inside a guest callback
+    /// (`openwop_alloc`) right now; bounded by [`MAX_REENTRY`].
+    pub reentry: u32,
 }
 
 impl SandboxState for CoreState {
@@ -178,6 +188,7 @@ fn read(
         )));
     }
     let start = ptr as usize;
+    caller.data_mut().sb.charge(len as usize);
     Ok(mem.data(&*caller)[start..start + len as usize].to_vec())
 }
 
@@ -192,6 +203,7 @@ async fn give(caller: &mut Caller<'_, CoreState>, bytes: &[u8]) -> wasmtime::Res
     if len == 0 {
         return Ok((0, 0));
     }
+    caller.data_mut().sb.charge(bytes.len());
     let alloc = match caller.get_export("openwop_alloc") {
         Some(Extern::Func(f)) => f,
         _ => {
@@ -203,7 +215,17 @@ async fn give(caller: &mut Caller<'_, CoreState>, bytes: &[u8]) -> wasmtime::Res
     let alloc = alloc
         .typed::<i32, i32>(&*caller)
         .map_err(|e| caller.data_mut().invalid(format!("openwop_alloc: {e}")))?;
-    let ptr = alloc.call_async(&mut *caller, len as i32).await? as u32;
+    let depth = caller.data().reentry.saturating_add(1);
+    if depth > MAX_REENTRY {
+        return Err(caller.data_mut().fault(Fault::Reentrancy {
+            limit: MAX_REENTRY.into(),
+            observed: depth.into(),
+        }));
+    }
+    caller.data_mut().reentry = depth;
+    let called = alloc.call_async(&mut *caller, len as i32).await;
+    caller.data_mut().reentry = depth - 1;
+    let ptr = called? as u32;
     let mem = memory_of(caller)?;
     let size = mem.data_size(&*caller);
     if ptr == 0 || !in_bounds(ptr, len, size) {
@@ -309,6 +331,7 @@ pub(crate) async fn call(
                     "openwop_random: (ptr {ptr}, len {len}) lies past the end of memory ({size} bytes)"
                 )));
             }
+            caller.data_mut().sb.charge(len as usize);
             let mut buf = vec![0u8; len as usize];
             caller.data_mut().sb.rng.fill(&mut buf);
             mem.write(&mut caller, ptr as usize, &buf)
@@ -409,21 +432,32 @@ fn set(
         return Ok(status::VALIDATION);
     };
     let s = caller.data_mut();
-    let add = (k.len() + bytes.len()) as u64;
-    if s.state_bytes.saturating_add(add) > s.state_cap() {
-        return Ok(status::CAPABILITY_BREACH);
+    if abi == AbiImport::ChannelWrite && !s.channels.contains_key(&k) {
+        return Ok(status::NOT_FOUND);
     }
+    let cap = s.state_cap();
     let map = if abi == AbiImport::VariableSet {
         &mut s.variables
     } else {
-        if !s.channels.contains_key(&k) {
-            return Ok(status::NOT_FOUND);
-        }
         &mut s.channels
     };
+    // An overwrite frees what the old value held: the counter is the
+    // bytes held now, not the bytes ever written.
+    let add = entry_bytes(&k, &value);
+    let freed = map.get(&k).map_or(0, |old| entry_bytes(&k, old));
+    let held = s.state_bytes.saturating_sub(freed);
+    if held.saturating_add(add) > cap {
+        return Ok(status::CAPABILITY_BREACH);
+    }
     map.insert(k, value);
-    s.state_bytes += add;
+    s.state_bytes = held + add;
     Ok(status::OK)
+}
+
+/// What one variable or channel entry counts against the state cap: its
+/// key plus its value as JSON text.
+fn entry_bytes(key: &str, value: &Value) -> u64 {
+    (key.len() + value.to_string().len()) as u64
 }
 
 #[cfg(test)]

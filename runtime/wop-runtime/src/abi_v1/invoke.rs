@@ -106,6 +106,7 @@ pub(crate) async fn execute(s: Setup<'_>, call: CoreCall) -> CoreExecution {
         state_bytes: 0,
         resume: s.resume,
         suspended: None,
+        reentry: 0,
     };
     let spec = Spec {
         node_id: s.node_id,
@@ -118,7 +119,7 @@ pub(crate) async fn execute(s: Setup<'_>, call: CoreCall) -> CoreExecution {
     let engine = s.linked.module.engine().clone();
     let mut armed = match sandbox::arm(&engine, state, spec) {
         Ok(a) => a,
-        Err(failed) => return failed,
+        Err(failed) => return *failed,
     };
     let deadline = armed.deadline();
     let store = &mut armed.store;

@@ -33,9 +33,11 @@ mod host;
 pub mod imports;
 mod invoke;
 mod loader;
+mod probe;
 
 pub use host::PairEncoding;
 pub use invoke::AbiExports;
+pub use probe::{ProbeError, ProbeOptions, ProbeReport, ProbeVerdict, probe};
 
 use invoke::{CoreCall, CoreReturned, Linked, Setup, execute};
 use loader::Mode;
@@ -45,7 +47,6 @@ use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use wop_core::capability::{Capability, effective};
 use wop_core::error::{ErrorCode, LoadError, NodeError};
-use wop_core::events::Event;
 use wop_core::limits::Limits;
 use wop_core::manifest::{Language, Manifest, NodeDecl, RuntimeDecl, WopBlock};
 use wop_core::model::{InvocationReport, InvokeRequest, Outcome};
@@ -87,8 +88,23 @@ struct Source {
     sha256: String,
 }
 
-fn read_source(path: &Path) -> Result<Source, LoadError> {
+fn read_source(path: &Path, policy: &Policy) -> Result<Source, LoadError> {
     if path.is_file() {
+        // A bare module has no pack.json to sign (decision 0009).
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if wop_core::trust::signature_required(policy, &stem) {
+            return Err(LoadError::Signature {
+                reason: "missing",
+                key_id: None,
+                message: format!(
+                    "{} is a bare core module (no pack.json, so no signature), and the policy requires a signature",
+                    path.display()
+                ),
+            });
+        }
         use sha2::Digest;
         let meta = std::fs::metadata(path).map_err(|e| {
             LoadError::validation(path.display().to_string(), format!("cannot stat: {e}"))
@@ -109,7 +125,7 @@ fn read_source(path: &Path) -> Result<Source, LoadError> {
             sha256,
         });
     }
-    let (manifest, bytes, sha256) = wop_core::pack::read_pack(path)?;
+    let (manifest, bytes, sha256) = wop_core::pack::read_pack_trusted(path, policy)?;
     if manifest.runtime.language != Language::Wasm {
         return Err(LoadError::Unsupported(
             "not a `wasm` (ABI v1) pack".to_owned(),
@@ -216,7 +232,7 @@ struct Prepared {
 
 async fn prepare(path: &Path, policy: &Policy) -> Result<Prepared, LoadError> {
     let engine = crate::engine::engine().map_err(|e| LoadError::Io(e.to_string()))?;
-    let src = read_source(path)?;
+    let src = read_source(path, policy)?;
     let res = resolve(policy, &src, path);
     let module = loader::compile(engine, src.bytes.clone()).await?;
     let granted = imports::granted_names(&res.effective);
@@ -535,198 +551,6 @@ impl CoreModulePack {
     }
 }
 
-/// Options of probe mode (`wop probe`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProbeOptions {
-    /// The export to call. Default `invoke`.
-    pub entry: String,
-    /// The i32 passed when the export takes one parameter. Default 0.
-    pub arg: Option<i32>,
-    /// `openwop.<name>` imports to grant (field names, with or without the
-    /// `openwop.` prefix, or capability names such as `log`). Default none:
-    /// no host calls at all.
-    pub allow: Vec<String>,
-    /// The memory cap (every memory). Default 2 MiB.
-    pub memory_bytes: u64,
-    /// The wall clock. Default 1000 ms.
-    pub timeout_ms: u64,
-}
-
-impl Default for ProbeOptions {
-    fn default() -> Self {
-        Self {
-            entry: "invoke".to_owned(),
-            arg: None,
-            allow: Vec::new(),
-            memory_bytes: 2 << 20,
-            timeout_ms: 1000,
-        }
-    }
-}
-
-/// The verdict of a probe.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ProbeVerdict {
-    /// The export returned (its first result, or `null`).
-    Ok(Value),
-    /// Refused before running (escape, denied capability, bad module).
-    Refused(NodeError),
-    /// Failed while running (memory, timeout, trap).
-    Failed(NodeError),
-}
-
-/// What a probe produced.
-#[derive(Debug, Clone)]
-pub struct ProbeReport {
-    /// The verdict.
-    pub verdict: ProbeVerdict,
-    /// Events (`log.appended` from granted `openwop_log`, `cap.breached`).
-    pub events: Vec<Event>,
-    /// Module instances created (0 when refused before running).
-    pub instantiations: u64,
-}
-
-impl ProbeReport {
-    /// The protocol's one-line probe answer, `ok` first:
-    /// `{"ok":true,"result":N}` or
-    /// `{"ok":false,"error":{"code":…,"details":{…}}}`.
-    pub fn to_json_line(&self) -> String {
-        match &self.verdict {
-            ProbeVerdict::Ok(v) => format!("{{\"ok\":true,\"result\":{v}}}"),
-            ProbeVerdict::Refused(e) | ProbeVerdict::Failed(e) => format!(
-                "{{\"ok\":false,\"error\":{{\"code\":{},\"details\":{}}}}}",
-                Value::String(e.code.clone()),
-                e.details.clone().unwrap_or_else(|| json!({}))
-            ),
-        }
-    }
-
-    /// The error, if the probe did not return.
-    pub fn error(&self) -> Option<&NodeError> {
-        match &self.verdict {
-            ProbeVerdict::Ok(_) => None,
-            ProbeVerdict::Refused(e) | ProbeVerdict::Failed(e) => Some(e),
-        }
-    }
-}
-
-/// A probe that could not be attempted (the caller's mistake).
-#[derive(Debug, thiserror::Error)]
-pub enum ProbeError {
-    /// The entry export is missing or has an unsupported signature.
-    #[error("{0}")]
-    Entry(String),
-}
-
-fn probe_grants(allow: &[String]) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for a in allow {
-        let name = a.strip_prefix("openwop.").unwrap_or(a);
-        let cap: Option<Capability> = serde_json::from_value(Value::String(name.to_owned())).ok();
-        match cap {
-            Some(c) => out.extend(imports::granted_names(&[c].into_iter().collect())),
-            None => {
-                out.insert(name.to_owned());
-            }
-        }
-    }
-    out
-}
-
-fn val_json(v: &wasmtime::Val) -> Value {
-    match v {
-        wasmtime::Val::I32(x) => json!(x),
-        wasmtime::Val::I64(x) => json!(x),
-        wasmtime::Val::F32(x) => json!(f32::from_bits(*x)),
-        wasmtime::Val::F64(x) => json!(f64::from_bits(*x)),
-        _ => Value::Null,
-    }
-}
-
-/// Probe mode: judges the module's imports (granting only `allow`), then
-/// calls `entry` once in a fresh sandbox with the options' caps. A granted
-/// `openwop.<name>` import of type `(i32) -> i32` is the identity function.
-pub async fn probe(wasm: &[u8], opts: &ProbeOptions) -> Result<ProbeReport, ProbeError> {
-    let refused = |e: LoadError| ProbeReport {
-        verdict: ProbeVerdict::Refused(e.to_node_error()),
-        events: Vec::new(),
-        instantiations: 0,
-    };
-    let engine = match crate::engine::engine() {
-        Ok(e) => e,
-        Err(e) => return Ok(refused(LoadError::Io(e.to_string()))),
-    };
-    let module = match loader::compile(engine, wasm.to_vec()).await {
-        Ok(m) => m,
-        Err(e) => return Ok(refused(e)),
-    };
-    match module.get_export(&opts.entry) {
-        Some(wasmtime::ExternType::Func(ft)) => {
-            let s = loader::sig(&ft);
-            let params = s.split(':').next().unwrap_or("");
-            if !(params.is_empty() || params == "i") {
-                return Err(ProbeError::Entry(format!(
-                    "export `{}` takes ({params}); probe calls exports with no parameters or one i32",
-                    opts.entry
-                )));
-            }
-        }
-        _ => {
-            return Err(ProbeError::Entry(format!(
-                "the module does not export a function `{}`",
-                opts.entry
-            )));
-        }
-    }
-    let gate = loader::gate(&module, &probe_grants(&opts.allow));
-    if let Some(r) = gate.refusal {
-        return Ok(refused(r));
-    }
-    let limits = Limits {
-        memory_bytes: opts.memory_bytes,
-        wall_clock_ms: opts.timeout_ms,
-        ..Limits::default()
-    };
-    let (linked, _) = match loader::link(engine, &module, &gate.judged, &limits, Mode::Probe) {
-        Ok(l) => l,
-        Err(e) => return Ok(refused(e)),
-    };
-    let counter = AtomicU64::new(0);
-    let exec = execute(
-        Setup {
-            linked: &linked,
-            limits,
-            seed: Seed::new("wop:probe", "probe", 1),
-            node_id: "probe".to_owned(),
-            variables: Map::new(),
-            channels: Map::new(),
-            resume: None,
-            instantiations: Some(&counter),
-            binding: Default::default(),
-            breakdown: false,
-        },
-        CoreCall::Probe {
-            entry: opts.entry.clone(),
-            arg: opts.arg,
-        },
-    )
-    .await;
-    let verdict = match exec.result {
-        Ok(CoreReturned::Probe(v)) => ProbeVerdict::Ok(v.as_ref().map_or(Value::Null, val_json)),
-        Ok(CoreReturned::Suspended(_)) | Ok(_) => ProbeVerdict::Failed(NodeError::runtime(
-            ErrorCode::SandboxInvocationError,
-            "the probe did not return",
-            Default::default(),
-        )),
-        Err(c) => ProbeVerdict::Failed(c.error),
-    };
-    Ok(ProbeReport {
-        verdict,
-        events: exec.events,
-        instantiations: counter.load(std::sync::atomic::Ordering::Relaxed),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -770,12 +594,5 @@ mod tests {
         v = base.clone();
         v["x-wop"].as_object_mut().map(|o| o.remove("sha256"));
         assert!(parse(&v).is_err(), "integrity stays required");
-    }
-
-    #[test]
-    fn probe_grant_names() {
-        let g = probe_grants(&["openwop.host_fetch".into(), "log".into(), "x".into()]);
-        let g: Vec<_> = g.into_iter().collect();
-        assert_eq!(g, vec!["host_fetch", "openwop_log", "x"]);
     }
 }

@@ -25,6 +25,7 @@ impl Host for HostState {
                 .iter()
                 .map(|h| h.name.len() + h.value.len())
                 .sum::<usize>();
+        self.sb.charge(size);
         self.check_arg(size)?;
         self.loop_tick()?;
         if let Ok(u) = wop_core::egress::parse_url(&request.url) {

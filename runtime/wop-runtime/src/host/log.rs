@@ -12,6 +12,9 @@ impl Host for HostState {
         fields: Option<String>,
     ) -> wasmtime::Result<()> {
         self.count("log");
+        // The message was copied out of the guest whole: charge for it.
+        self.sb
+            .charge(message.len() + fields.as_ref().map_or(0, String::len));
         // A message is capped per line (cut, not a trap); fields count
         // against the argument cap because they are parsed.
         if let Some(f) = &fields {

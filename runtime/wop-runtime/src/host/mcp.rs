@@ -1,23 +1,16 @@
-//! `openwop:node-pack/mcp`.
-//!
-//! Deny by default: no MCP server is attached for any pack yet, so every
-//! call is refused with `forbidden` (`details.scope: "mcp"`) and nothing is
-//! contacted.
+//! `openwop:node-pack/mcp`: every call goes through the invocation's gate
+//! session (`wop_gate::mcp`). Converts; never decides.
 
 use crate::bindings::mcp::Host;
 use crate::bindings::types::ErrorInfo;
-use crate::host::error_info;
+use crate::host::{error_info, gate_error_info};
 use crate::state::HostState;
 use serde_json::json;
 use wop_core::capability::Capability;
 use wop_core::error::ErrorCode;
 
-fn denied(server_id: &str) -> ErrorInfo {
-    error_info(
-        ErrorCode::Forbidden,
-        format!("MCP server `{server_id}` is not granted to this pack"),
-        json!({"scope": "mcp", "serverId": server_id}),
-    )
+fn out(r: Result<serde_json::Value, wop_gate::GateError>) -> Result<String, ErrorInfo> {
+    r.map(|v| v.to_string()).map_err(gate_error_info)
 }
 
 impl Host for HostState {
@@ -30,11 +23,30 @@ impl Host for HostState {
     ) -> wasmtime::Result<Result<String, ErrorInfo>> {
         self.count("mcp");
         self.require(Capability::Mcp)?;
-        self.loop_tick()?;
         self.check_arg(
-            server_id.len() + name.len() + arguments.len() + idempotency_key.map_or(0, |k| k.len()),
+            server_id.len()
+                + name.len()
+                + arguments.len()
+                + idempotency_key.as_ref().map_or(0, String::len),
         )?;
-        Ok(Err(denied(&server_id)))
+        self.loop_tick()?;
+        let args: serde_json::Value = match serde_json::from_str(&arguments) {
+            Ok(v) => v,
+            Err(e) => {
+                return Ok(Err(error_info(
+                    ErrorCode::ValidationError,
+                    format!(
+                        "the arguments for MCP tool `{server_id}/{name}` are not valid JSON: {e}"
+                    ),
+                    json!({"serverId": server_id, "name": name}),
+                )));
+            }
+        };
+        let r = self
+            .session
+            .mcp_call_tool(&server_id, &name, args, idempotency_key.as_deref())
+            .await;
+        Ok(out(r))
     }
 
     async fn list_tools(
@@ -44,8 +56,8 @@ impl Host for HostState {
     ) -> wasmtime::Result<Result<String, ErrorInfo>> {
         self.count("mcp");
         self.require(Capability::Mcp)?;
-        self.check_arg(server_id.len() + cursor.map_or(0, |c| c.len()))?;
-        Ok(Err(denied(&server_id)))
+        self.check_arg(server_id.len() + cursor.as_ref().map_or(0, String::len))?;
+        Ok(out(self.session.mcp_list_tools(&server_id, cursor).await))
     }
 
     async fn read_resource(
@@ -56,7 +68,7 @@ impl Host for HostState {
         self.count("mcp");
         self.require(Capability::Mcp)?;
         self.check_arg(server_id.len() + uri.len())?;
-        Ok(Err(denied(&server_id)))
+        Ok(out(self.session.mcp_read_resource(&server_id, &uri).await))
     }
 
     async fn server_health(
@@ -66,6 +78,6 @@ impl Host for HostState {
         self.count("mcp");
         self.require(Capability::Mcp)?;
         self.check_arg(server_id.len())?;
-        Ok(Err(denied(&server_id)))
+        Ok(out(self.session.mcp_server_health(&server_id).await))
     }
 }

@@ -31,11 +31,26 @@ impl Host for HostState {
         idempotency_key: Option<String>,
     ) -> wasmtime::Result<Result<String, ToolError>> {
         self.count("tools");
+        self.sb.charge(
+            tool_id.len() + arguments.len() + idempotency_key.as_ref().map_or(0, String::len),
+        );
         self.require(Capability::Tools)?;
         self.check_arg(
             tool_id.len() + arguments.len() + idempotency_key.as_ref().map_or(0, String::len),
         )?;
         self.loop_tick()?;
+        if let Err(message) = wop_core::limits::check_identifier(
+            "tool id",
+            &tool_id,
+            wop_core::limits::MAX_TOOL_ID_BYTES,
+        ) {
+            // Refused before it is stored, echoed or hashed.
+            return Ok(Err(ToolError::Failed(error_info(
+                ErrorCode::ValidationError,
+                message,
+                json!({"field": "tool id", "limit": wop_core::limits::MAX_TOOL_ID_BYTES}),
+            ))));
+        }
         self.sb.meter.target(&tool_id);
         let args: serde_json::Value = match serde_json::from_str(&arguments) {
             Ok(v) => v,

@@ -23,7 +23,7 @@ impl Limiter {
     pub(crate) fn new(l: &Limits) -> Self {
         Self {
             memory_cap: l.memory_bytes,
-            table_cap: l.table_elements,
+            table_cap: l.table_elements.min(wop_core::limits::MAX_TABLE_ELEMENTS),
             instances: usize::try_from(l.instances).unwrap_or(usize::MAX),
             memories_and_tables: usize::try_from(l.memories_and_tables).unwrap_or(usize::MAX),
             memory_total: 0,

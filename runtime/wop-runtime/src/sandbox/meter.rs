@@ -2,6 +2,9 @@
 
 use std::time::Instant;
 
+/// Longest target (tool id, destination) kept per breakdown record.
+pub(crate) const MAX_TARGET_BYTES: usize = wop_core::limits::MAX_TOOL_ID_BYTES;
+
 /// Most host-call records kept per invocation (the rest are aggregated).
 pub(crate) const MAX_CALL_RECORDS: usize = 4096;
 
@@ -57,9 +60,11 @@ impl CallMeter {
     }
 
     /// Names the target of the open call (a tool id, a destination).
+    /// A pack-chosen target is cut to [`MAX_TARGET_BYTES`] first: the
+    /// breakdown never holds more than that per record.
     pub(crate) fn target(&mut self, t: &str) {
         if let Some((rec, _)) = &mut self.open {
-            rec.target = Some(t.to_owned());
+            rec.target = Some(wop_core::logbuf::cut(t, MAX_TARGET_BYTES));
         }
     }
 

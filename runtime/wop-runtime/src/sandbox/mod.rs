@@ -52,7 +52,21 @@ pub(crate) struct Sandbox {
     pub instantiated_at: Option<Instant>,
     /// Per-host-call attribution and the loop count.
     pub meter: CallMeter,
+    /// When the wall clock of this execution runs out (set by [`arm`]):
+    /// every host call checks it on entry and on return.
+    pub deadline: Option<Instant>,
+    /// When the execution started (for the wall-clock fault).
+    pub started: Option<Instant>,
+    /// Fuel owed for host work (bytes moved or parsed), taken from the
+    /// guest's fuel when the host call returns.
+    pub fuel_debt: u64,
+    /// Record the per-host-call breakdown.
+    pub breakdown: bool,
 }
+
+/// Fuel charged per byte a host call moves or parses on the guest's
+/// behalf (roughly one guest instruction per byte copied or scanned).
+pub(crate) const FUEL_PER_HOST_BYTE: u64 = 1;
 
 impl Sandbox {
     /// A fresh sandbox for `limits`, seeded by `seed`.
@@ -70,7 +84,35 @@ impl Sandbox {
             host_fault: None,
             instantiated_at: None,
             meter: CallMeter::new(limits.fuel),
+            deadline: None,
+            started: None,
+            fuel_debt: 0,
+            breakdown: false,
         }
+    }
+
+    /// Charges fuel for `bytes` of host work done on the guest's behalf;
+    /// it is taken when the host call returns.
+    pub(crate) fn charge(&mut self, bytes: usize) {
+        self.fuel_debt = self
+            .fuel_debt
+            .saturating_add((bytes as u64).saturating_mul(FUEL_PER_HOST_BYTE));
+    }
+
+    /// The wall-clock fault if the deadline has passed.
+    fn past_deadline(&mut self) -> Option<wasmtime::Error> {
+        let deadline = self.deadline?;
+        let now = Instant::now();
+        if now < deadline {
+            return None;
+        }
+        let elapsed = self
+            .started
+            .map_or(Duration::ZERO, |s| now.saturating_duration_since(s));
+        Some(self.fault(Fault::WallClock {
+            limit_ms: self.limits.wall_clock_ms,
+            elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+        }))
     }
 
     /// Counts a host call of `iface` and labels it for the breakdown.
@@ -193,7 +235,7 @@ pub(crate) fn arm<'a, T: SandboxState, R>(
     engine: &Engine,
     state: T,
     mut spec: Spec<'a>,
-) -> Result<Armed<'a, T>, Execution<R>> {
+) -> Result<Armed<'a, T>, Box<Execution<R>>> {
     let started = Instant::now();
     let limits = state.sandbox().limits;
     let log = state.sandbox().log.clone();
@@ -201,29 +243,62 @@ pub(crate) fn arm<'a, T: SandboxState, R>(
     spec.usage.memory_limit_bytes = limits.memory_bytes;
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.sandbox_mut().limiter);
-    // Attribute fuel and wall time to host calls: the hook sees every
-    // transition; our host functions label the ones that are theirs.
-    // Measured cost ≈ 190 ns per host call (docs/decisions/0005), so an
-    // operator may turn it off (`[metering] hostCallBreakdown = false`).
-    if spec.breakdown {
-        store.call_hook(|mut ctx, hook| {
-            match hook {
-                wasmtime::CallHook::CallingHost => {
+    // Every host transition passes the call hook: it enforces the wall
+    // clock at host-call entry and return (host work the guest does not
+    // burn fuel for cannot outrun the deadline), takes the fuel owed for
+    // host work, and — when the breakdown is on — attributes fuel and wall
+    // time to host calls (our host functions label the ones that are
+    // theirs). Always installed: the deadline check costs one clock read
+    // per host transition; the breakdown (≈ 190 ns per host call,
+    // docs/decisions/0005) stays switchable (`[metering]
+    // hostCallBreakdown = false`).
+    {
+        let sb = store.data_mut().sandbox_mut();
+        sb.started = Some(started);
+        sb.deadline = started.checked_add(Duration::from_millis(limits.wall_clock_ms));
+        sb.breakdown = spec.breakdown;
+    }
+    store.call_hook(|mut ctx, hook| {
+        match hook {
+            wasmtime::CallHook::CallingHost => {
+                if let Some(e) = ctx.data_mut().sandbox_mut().past_deadline() {
+                    return Err(e);
+                }
+                if ctx.data().sandbox().breakdown {
                     let fuel = ctx.get_fuel().unwrap_or(0);
                     ctx.data_mut().sandbox_mut().meter.pending = Some(fuel);
                 }
-                wasmtime::CallHook::ReturningFromHost => ctx.data_mut().sandbox_mut().meter.close(),
-                _ => {}
             }
-            Ok(())
-        });
-    }
+            wasmtime::CallHook::ReturningFromHost => {
+                let debt = std::mem::take(&mut ctx.data_mut().sandbox_mut().fuel_debt);
+                if debt > 0 {
+                    let left = ctx.get_fuel().unwrap_or(0);
+                    // Out of fuel: the guest traps on its next instruction
+                    // (classified as the fuel limit).
+                    ctx.set_fuel(left.saturating_sub(debt))?;
+                }
+                let sb = ctx.data_mut().sandbox_mut();
+                if sb.breakdown {
+                    sb.meter.close();
+                }
+                if let Some(e) = sb.past_deadline() {
+                    return Err(e);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    });
     let fueled = store
         .set_fuel(limits.fuel)
         .and_then(|()| store.fuel_async_yield_interval(Some(crate::engine::FUEL_YIELD_INTERVAL)));
     if let Err(e) = fueled {
         drop(store);
-        return Err(failed(format!("cannot configure fuel: {e:#}"), log, spec));
+        return Err(Box::new(failed(
+            format!("cannot configure fuel: {e:#}"),
+            log,
+            spec,
+        )));
     }
     if let Some(n) = spec.instantiations {
         n.fetch_add(1, Ordering::Relaxed);

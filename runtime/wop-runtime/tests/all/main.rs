@@ -7,11 +7,14 @@ mod cache;
 mod egress;
 mod filesystem;
 mod gate;
+mod hardening;
 mod hostile;
 mod manifest;
+mod mcp;
 mod metering;
 mod replay;
 mod samples;
+mod trust;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! prints one JSON line: `{"ok":true,"result":N}` or
 //! `{"ok":false,"error":{"code":…,"details":{…}}}`.
 
-use crate::{Failure, exit, usage};
+use crate::common::{Failure, exit, usage};
 use anyhow::Context;
 use clap::Args;
 use std::path::{Path, PathBuf};

@@ -1,11 +1,20 @@
 //! `wop demo`: the main job on the embedded default. Extracts the bundled
 //! sample packs and walks through what the sandbox does, step by step.
 
+use crate::common::{Failure, exit};
 use crate::output::{bytes, print_events};
-use crate::{Failure, exit};
+use clap::Args;
 use serde_json::{Value, json};
 use std::path::Path;
 use wop_runtime::{InvokeRequest, Policy, Runtime, RuntimeConfig};
+
+/// `wop demo` arguments.
+#[derive(Args)]
+pub(crate) struct DemoArgs {
+    /// Print one JSON document per step instead of the story.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
 
 const STORY_POLICY: &str = r#"
 [limits]
@@ -39,7 +48,7 @@ pub(crate) async fn demo(json_out: bool) -> Result<u8, Failure> {
         std::fs::write(d.join("pack.json"), manifest)?;
         std::fs::write(d.join(format!("{name}.wasm")), wasm)?;
     }
-    let cache = crate::default_cache_dir();
+    let cache = crate::common::default_cache_dir();
     let make = |policy: &str| -> Result<Runtime, Failure> {
         let mut cfg = RuntimeConfig::new();
         cfg.policy(Policy::from_toml(policy)?);

@@ -2,7 +2,7 @@
 //! `nodePackRuntimes` (`wasm` = ABI v1 core modules, `wasmComponent`) and
 //! `sandbox` (RFC 0008 §H, RFC 0035 §A).
 
-use crate::{Common, Failure, exit, rejected, runtime};
+use crate::common::{Common, Failure, exit, rejected, runtime};
 use clap::Args;
 use std::path::PathBuf;
 

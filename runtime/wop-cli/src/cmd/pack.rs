@@ -1,0 +1,91 @@
+//! `wop pack`: assemble a runnable pack directory from a pack.json template
+//! and a built component (copies the component, fills in `x-wop.sha256`).
+
+use crate::common::{Failure, exit, rejected, usage};
+use crate::output;
+use anyhow::Context;
+use clap::Args;
+use serde_json::Value;
+use std::path::PathBuf;
+use wop_runtime::{Runtime, RuntimeConfig};
+
+/// `wop pack` arguments.
+#[derive(Args)]
+pub(crate) struct PackArgs {
+    /// The pack's source directory, holding the pack.json template.
+    pub(crate) src: PathBuf,
+    /// The built component, e.g. target/wasm32-wasip2/release/my_pack.wasm.
+    #[arg(long)]
+    pub(crate) wasm: PathBuf,
+    /// Where to write the pack directory (it becomes <out>/<name>/).
+    #[arg(long, default_value = "dist")]
+    pub(crate) out: PathBuf,
+}
+
+pub(crate) async fn pack(a: PackArgs) -> Result<u8, Failure> {
+    use sha2::Digest;
+    let template = a.src.join("pack.json");
+    let text = std::fs::read_to_string(&template)
+        .with_context(|| format!("cannot read {}", template.display()))
+        .map_err(usage)?;
+    let mut manifest: Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON", template.display()))
+        .map_err(usage)?;
+    let name = manifest["name"]
+        .as_str()
+        .ok_or_else(|| {
+            usage(anyhow::anyhow!(
+                "{}: $.name is required",
+                template.display()
+            ))
+        })?
+        .to_owned();
+    let entry = manifest["runtime"]["entry"]
+        .as_str()
+        .ok_or_else(|| {
+            usage(anyhow::anyhow!(
+                "{}: $.runtime.entry is required",
+                template.display()
+            ))
+        })?
+        .to_owned();
+    wop_runtime::manifest::check_relative_path(&entry, "$.runtime.entry").map_err(usage)?;
+    let wasm = std::fs::read(&a.wasm)
+        .with_context(|| format!("cannot read the component {}", a.wasm.display()))
+        .map_err(usage)?;
+    let sha = hex::encode(sha2::Sha256::digest(&wasm));
+    match manifest.get_mut("x-wop") {
+        Some(Value::Object(block)) => {
+            block.insert("sha256".to_owned(), Value::String(sha.clone()));
+        }
+        _ => {
+            return Err(usage(anyhow::anyhow!(
+                "{}: $.x-wop is required (it holds the sha256 and the capabilities the pack requests)",
+                template.display()
+            )));
+        }
+    }
+    let dir = a.out.join(&name);
+    let entry_path = dir.join(&entry);
+    if let Some(parent) = entry_path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(&entry_path, &wasm)?;
+    std::fs::write(
+        dir.join("pack.json"),
+        serde_json::to_string_pretty(&manifest)? + "\n",
+    )?;
+    let rt = Runtime::new(&RuntimeConfig::new())?;
+    match rt.inspect_pack(&dir).await {
+        Ok(insp) => {
+            println!("packed {} (sha256 {sha})", dir.display());
+            output::print_inspection(&insp);
+            Ok(if insp.refusal.is_some() {
+                exit::PACK_REJECTED
+            } else {
+                0
+            })
+        }
+        Err(e) => Err(rejected(&dir, &e, false)),
+    }
+}

@@ -1,0 +1,160 @@
+//! What every command shares: exit codes, [`Failure`], the `--policy` /
+//! `--store` / cache flags ([`Common`]) and the runtime built from them,
+//! default directories, JSON arguments and the "pack refused" report.
+
+use anyhow::Context;
+use clap::Args;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use wop_runtime::{Policy, Runtime, RuntimeConfig};
+
+/// Exit codes, distinct per failure class.
+pub(crate) mod exit {
+    /// Something went wrong in wop itself.
+    pub const INTERNAL: u8 = 1;
+    /// Bad flags, input or policy.
+    pub const USAGE: u8 = 2;
+    /// The pack was refused at load (validation, integrity, escape, grant).
+    pub const PACK_REJECTED: u8 = 3;
+    /// The pack loaded but the node failed.
+    pub const NODE_FAILED: u8 = 4;
+}
+
+/// Flags shared by the commands that build a runtime.
+#[derive(Args)]
+pub(crate) struct Common {
+    /// Operator policy (TOML). Default: default limits, no grants.
+    #[arg(long)]
+    pub(crate) policy: Option<PathBuf>,
+    /// Compile cache directory. Default: $WOP_CACHE_DIR, else $XDG_CACHE_HOME/wop, else ~/.cache/wop.
+    #[arg(long)]
+    pub(crate) cache_dir: Option<PathBuf>,
+    /// Do not use an on-disk compile cache.
+    #[arg(long)]
+    pub(crate) no_cache: bool,
+    /// Effect store: a directory (sled) or a `postgres://` /
+    /// `postgresql://` URL. Default: $WOP_DATA_DIR/effects, else
+    /// $XDG_DATA_HOME/wop/effects, else ~/.local/share/wop/effects.
+    #[arg(long)]
+    pub(crate) store: Option<PathBuf>,
+    /// This executor's id in effect claims (default: wop-<pid>-<time>).
+    #[arg(long)]
+    pub(crate) executor_id: Option<String>,
+    /// Print one JSON document instead of human output.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// An error with the exit code it maps to.
+pub(crate) struct Failure {
+    pub code: u8,
+    pub error: anyhow::Error,
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure {
+            code: exit::INTERNAL,
+            error: e.into(),
+        }
+    }
+}
+
+pub(crate) fn usage(e: impl Into<anyhow::Error>) -> Failure {
+    Failure {
+        code: exit::USAGE,
+        error: e.into(),
+    }
+}
+
+pub(crate) fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("WOP_CACHE_DIR") {
+        return Some(d.into());
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(d).join("wop"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("wop"))
+}
+
+pub(crate) fn default_store_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("WOP_DATA_DIR") {
+        return Some(PathBuf::from(d).join("effects"));
+    }
+    if let Some(d) = std::env::var_os("XDG_DATA_HOME") {
+        return Some(PathBuf::from(d).join("wop").join("effects"));
+    }
+    std::env::var_os("HOME").map(|h| {
+        PathBuf::from(h)
+            .join(".local")
+            .join("share")
+            .join("wop")
+            .join("effects")
+    })
+}
+
+pub(crate) fn runtime(c: &Common) -> Result<Runtime, Failure> {
+    let policy = match &c.policy {
+        Some(p) => Policy::from_file(p).map_err(usage)?,
+        None => Policy::default(),
+    };
+    if policy.egress.allow_loopback {
+        eprintln!("wop: {}", crate::output::LOOPBACK_WARNING);
+    }
+    let mut cfg = RuntimeConfig::new();
+    cfg.policy(policy);
+    if !c.no_cache
+        && let Some(d) = c.cache_dir.clone().or_else(default_cache_dir)
+    {
+        cfg.cache_dir(d);
+    }
+    let store = c.store.clone().or_else(default_store_dir).ok_or_else(|| {
+        usage(anyhow::anyhow!(
+            "no place for the effect store: pass --store <dir> or set WOP_DATA_DIR"
+        ))
+    })?;
+    cfg.effect_store(open_store(&store)?);
+    if let Some(id) = &c.executor_id {
+        cfg.executor_id(id.clone());
+    }
+    Ok(Runtime::new(&cfg)?)
+}
+
+/// The effect store `--store` names: a `postgres://` URL goes through
+/// `wop_effects::store::open`, anything else is a sled directory (opened as
+/// a path, so a non-UTF-8 directory name still works).
+fn open_store(spec: &Path) -> Result<std::sync::Arc<dyn wop_runtime::store::KvStore>, Failure> {
+    match spec.to_str() {
+        Some(s) if wop_runtime::store::is_postgres_url(s) => Ok(wop_runtime::store::open(s)?),
+        _ => Ok(std::sync::Arc::new(wop_runtime::store::SledStore::open(
+            spec,
+        )?)),
+    }
+}
+
+pub(crate) fn json_arg(what: &str, raw: &str) -> Result<Value, Failure> {
+    let text = match raw.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read --{what} file {path}"))
+            .map_err(usage)?,
+        None => raw.to_owned(),
+    };
+    serde_json::from_str(&text)
+        .with_context(|| format!("--{what} is not valid JSON (pass a JSON value or @file)"))
+        .map_err(usage)
+}
+
+pub(crate) fn rejected(dir: &Path, e: &wop_runtime::LoadError, json: bool) -> Failure {
+    if json {
+        let doc = serde_json::json!({
+            "pack": dir.display().to_string(),
+            "loaded": false,
+            "error": e.to_node_error(),
+        });
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+    }
+    Failure {
+        code: exit::PACK_REJECTED,
+        error: anyhow::anyhow!("pack {} refused: {e}", dir.display()),
+    }
+}

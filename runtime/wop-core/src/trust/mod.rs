@@ -1,0 +1,353 @@
+//! Signed packs: Ed25519 over the RFC 8785 canonical JSON of `pack.json`,
+//! trust by name pattern, and the capability-escalation check for
+//! upgrades (decision 0009).
+//!
+//! `pack.json` pins the entry's sha256 (`x-wop.sha256`), so a signature over
+//! the manifest covers the code too: a changed manifest fails the
+//! signature, a swapped entry fails the integrity check that follows.
+//!
+//! ```toml
+//! [trust]
+//! requireSignature = true          # every pack (default false)
+//! [trust.keys.acme-2026]
+//! publicKey = "<base64 of the 32-byte Ed25519 public key>"
+//! packs = ["acme.*"]               # names this key may sign
+//!
+//! [packs."acme.fetch"]
+//! requireSignature = true          # per pack (overrides [trust])
+//! approved = "/srv/wop/approved/acme.fetch/pack.json"
+//! ```
+//!
+//! Everything here is pure: the caller reads the files. Public keys never
+//! appear in errors; key ids do.
+
+pub mod diff;
+
+use crate::error::LoadError;
+use crate::manifest::Manifest;
+use crate::policy::Policy;
+use base64::Engine as _;
+use ed25519_dalek::{Signature, Verifier, VerifyingKey};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The file, next to `pack.json`, that carries the signature.
+pub const SIG_FILE: &str = "pack.sig";
+/// The only algorithm supported.
+pub const ALGORITHM: &str = "ed25519";
+
+/// `pack.sig`: `{"algorithm":"ed25519","keyId":…,"signature":<base64>}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PackSig {
+    /// Always `ed25519`.
+    pub algorithm: String,
+    /// The id of the key in the operator's `[trust.keys]`.
+    pub key_id: String,
+    /// Standard base64 of the 64-byte signature.
+    pub signature: String,
+}
+
+/// `[trust]`: keys the operator trusts and whether signatures are required.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TrustSection {
+    /// Refuse every unsigned pack (per pack: `[packs.<name>] requireSignature`).
+    #[serde(default)]
+    pub require_signature: bool,
+    /// Trusted keys by id.
+    #[serde(default)]
+    pub keys: BTreeMap<String, TrustedKey>,
+}
+
+/// One trusted key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TrustedKey {
+    /// Standard base64 of the 32-byte Ed25519 public key.
+    pub public_key: String,
+    /// Pack names this key may sign: exact names, `prefix*` (e.g. `acme.*`)
+    /// or `*`. Empty: none.
+    #[serde(default)]
+    pub packs: Vec<String>,
+}
+
+impl TrustSection {
+    /// Checks every key and pattern; errors name the key id, never the key.
+    pub fn validate(&self) -> Result<(), String> {
+        for (id, k) in &self.keys {
+            if id.is_empty() {
+                return Err("trust.keys: a key id must not be empty".to_owned());
+            }
+            decode_public_key(&k.public_key)
+                .map_err(|e| format!("trust.keys.{id}.publicKey: {e}"))?;
+            for (i, p) in k.packs.iter().enumerate() {
+                check_pattern(p).map_err(|e| format!("trust.keys.{id}.packs[{i}]: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_pattern(p: &str) -> Result<(), String> {
+    let body = p.strip_suffix('*').unwrap_or(p);
+    if p.is_empty() || body.contains('*') {
+        return Err(format!(
+            "`{p}` is not a name pattern (an exact name, `prefix*` or `*`)"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether the name pattern `pattern` covers the pack name `name`.
+pub fn name_matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => pattern == name,
+    }
+}
+
+/// Decodes a base64 Ed25519 public key.
+pub fn decode_public_key(b64: &str) -> Result<VerifyingKey, String> {
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(b64.trim())
+        .map_err(|_| "not valid base64".to_owned())?;
+    let arr: [u8; 32] = raw
+        .try_into()
+        .map_err(|_| "an Ed25519 public key is 32 bytes".to_owned())?;
+    VerifyingKey::from_bytes(&arr).map_err(|_| "not a valid Ed25519 public key".to_owned())
+}
+
+/// The bytes that are signed: the RFC 8785 canonical JSON of `pack.json`.
+pub fn signed_bytes(manifest: &[u8]) -> Result<Vec<u8>, String> {
+    let v: serde_json::Value =
+        serde_json::from_slice(manifest).map_err(|e| format!("pack.json is not JSON: {e}"))?;
+    Ok(crate::jcs::canonicalize(&v).into_bytes())
+}
+
+/// How a pack's provenance was judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "verdict")]
+pub enum TrustVerdict {
+    /// No `pack.sig` and none required.
+    Unsigned,
+    /// Signed by a trusted key allowed for this name.
+    Trusted {
+        /// The signer's key id.
+        #[serde(rename = "keyId")]
+        key_id: String,
+    },
+}
+
+impl std::fmt::Display for TrustVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unsigned => f.write_str("unsigned (no signature required)"),
+            Self::Trusted { key_id } => write!(f, "signed by `{key_id}` (trusted)"),
+        }
+    }
+}
+
+/// Why a signature was refused (`details.reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SigFailure {
+    /// No `pack.sig`, but the policy requires one.
+    Missing,
+    /// `pack.sig` is unreadable or not the expected shape.
+    Malformed,
+    /// The key id is not in `[trust.keys]`.
+    UnknownKey,
+    /// The key is trusted but not for this pack name.
+    KeyNotAllowed,
+    /// The signature does not verify (tampered manifest or wrong key).
+    Bad,
+}
+
+impl SigFailure {
+    /// The `details.reason` string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Missing => "missing",
+            Self::Malformed => "malformed",
+            Self::UnknownKey => "unknown-key",
+            Self::KeyNotAllowed => "key-not-allowed",
+            Self::Bad => "bad-signature",
+        }
+    }
+}
+
+fn refuse(reason: SigFailure, key_id: Option<&str>, message: String) -> LoadError {
+    LoadError::Signature {
+        reason: reason.as_str(),
+        key_id: key_id.map(str::to_owned),
+        message,
+    }
+}
+
+/// Judges a pack's signature. `manifest` is the raw `pack.json`, `sig` the
+/// raw `pack.sig` if present, `name` the manifest's (validated) pack name
+/// and `required` whether the policy requires a signature for it.
+///
+/// A `pack.sig` that is present is always checked, required or not: a pack
+/// that claims a provenance it cannot back is refused.
+pub fn verify(
+    trust: &TrustSection,
+    name: &str,
+    required: bool,
+    manifest: &[u8],
+    sig: Option<&[u8]>,
+) -> Result<TrustVerdict, LoadError> {
+    let Some(sig) = sig else {
+        return if required {
+            Err(refuse(
+                SigFailure::Missing,
+                None,
+                format!("pack `{name}` has no {SIG_FILE}, and the policy requires a signature"),
+            ))
+        } else {
+            Ok(TrustVerdict::Unsigned)
+        };
+    };
+    let parsed: PackSig = serde_json::from_slice(sig).map_err(|e| {
+        refuse(
+            SigFailure::Malformed,
+            None,
+            format!("{SIG_FILE} is not a signature document: {e}"),
+        )
+    })?;
+    if parsed.algorithm != ALGORITHM {
+        return Err(refuse(
+            SigFailure::Malformed,
+            Some(&parsed.key_id),
+            format!(
+                "{SIG_FILE}: algorithm `{}` is not supported (only `{ALGORITHM}`)",
+                parsed.algorithm
+            ),
+        ));
+    }
+    let kid = parsed.key_id.as_str();
+    let Some(key) = trust.keys.get(kid) else {
+        return Err(refuse(
+            SigFailure::UnknownKey,
+            Some(kid),
+            format!(
+                "pack `{name}` is signed by key `{kid}`, which is not in the policy's [trust.keys]"
+            ),
+        ));
+    };
+    if !key.packs.iter().any(|p| name_matches(p, name)) {
+        return Err(refuse(
+            SigFailure::KeyNotAllowed,
+            Some(kid),
+            format!(
+                "key `{kid}` is trusted, but not to sign packs named `{name}` (trust.keys.{kid}.packs)"
+            ),
+        ));
+    }
+    let bad = |what: &str| {
+        refuse(
+            SigFailure::Bad,
+            Some(kid),
+            format!("the signature of pack `{name}` by key `{kid}` does not verify: {what}"),
+        )
+    };
+    let vk = decode_public_key(&key.public_key).map_err(|_| bad("the trusted key is invalid"))?;
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(parsed.signature.trim())
+        .map_err(|_| bad("the signature is not base64"))?;
+    let sig = Signature::from_slice(&raw).map_err(|_| bad("the signature is not 64 bytes"))?;
+    let msg = signed_bytes(manifest).map_err(|e| bad(&e))?;
+    vk.verify(&msg, &sig)
+        .map_err(|_| bad("pack.json was changed after signing, or another key signed it"))?;
+    Ok(TrustVerdict::Trusted {
+        key_id: kid.to_owned(),
+    })
+}
+
+/// Signs `manifest` (raw `pack.json`) with the 32-byte Ed25519 secret
+/// `seed`; returns the `pack.sig` document.
+pub fn sign(manifest: &[u8], seed: &[u8; 32], key_id: &str) -> Result<PackSig, String> {
+    use ed25519_dalek::Signer;
+    let sk = ed25519_dalek::SigningKey::from_bytes(seed);
+    let msg = signed_bytes(manifest)?;
+    let sig = sk.sign(&msg);
+    Ok(PackSig {
+        algorithm: ALGORITHM.to_owned(),
+        key_id: key_id.to_owned(),
+        signature: base64::engine::general_purpose::STANDARD.encode(sig.to_bytes()),
+    })
+}
+
+/// The base64 public key of the secret `seed`.
+pub fn public_key_of(seed: &[u8; 32]) -> String {
+    let sk = ed25519_dalek::SigningKey::from_bytes(seed);
+    base64::engine::general_purpose::STANDARD.encode(sk.verifying_key().to_bytes())
+}
+
+/// Reads an approved manifest: `path` is a `pack.json` or a directory
+/// holding one.
+pub fn read_approved(path: &std::path::Path) -> Result<Manifest, String> {
+    let file = if path.is_dir() {
+        path.join("pack.json")
+    } else {
+        path.to_path_buf()
+    };
+    let bytes = std::fs::read(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    Manifest::parse(&bytes).map_err(|e| format!("{}: {e}", file.display()))
+}
+
+/// Refuses `manifest` when the policy approved another version of this
+/// pack (`[packs.<name>] approved`) and `manifest` requests more.
+pub fn check_escalation(policy: &Policy, manifest: &Manifest) -> Result<(), LoadError> {
+    let Some(path) = policy
+        .packs
+        .get(&manifest.name)
+        .and_then(|g| g.approved.as_ref())
+    else {
+        return Ok(());
+    };
+    let approved = read_approved(path).map_err(|e| {
+        LoadError::validation(format!("policy packs.{}.approved", manifest.name), e)
+    })?;
+    let adds = diff::additions(&approved, manifest);
+    if adds.is_empty() {
+        return Ok(());
+    }
+    Err(LoadError::Escalation {
+        pack: manifest.name.clone(),
+        version: manifest.version.clone(),
+        approved_version: approved.version,
+        additions: adds.iter().map(ToString::to_string).collect(),
+    })
+}
+
+/// Whether `policy` requires a signature for the pack `name`.
+pub fn signature_required(policy: &Policy, name: &str) -> bool {
+    policy
+        .packs
+        .get(name)
+        .and_then(|g| g.require_signature)
+        .unwrap_or(policy.trust.require_signature)
+}
+
+/// The whole provenance check for a parsed manifest: signature, then
+/// escalation. Runs before the entry is read or compiled.
+pub fn check(
+    policy: &Policy,
+    manifest: &Manifest,
+    raw_manifest: &[u8],
+    sig: Option<&[u8]>,
+) -> Result<TrustVerdict, LoadError> {
+    let verdict = verify(
+        &policy.trust,
+        &manifest.name,
+        signature_required(policy, &manifest.name),
+        raw_manifest,
+        sig,
+    )?;
+    check_escalation(policy, manifest)?;
+    Ok(verdict)
+}
+
+#[cfg(test)]
+mod tests;

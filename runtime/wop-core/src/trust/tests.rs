@@ -1,0 +1,246 @@
+use super::*;
+
+const SEED: [u8; 32] = [1; 32];
+const OTHER: [u8; 32] = [2; 32];
+const MANIFEST: &[u8] = br#"{"name":"acme.fetch","version":"1.0.0","x-wop":{"sha256":"00"}}"#;
+
+fn section(patterns: &[&str]) -> TrustSection {
+    let mut keys = BTreeMap::new();
+    keys.insert(
+        "k".to_owned(),
+        TrustedKey {
+            public_key: public_key_of(&SEED),
+            packs: patterns.iter().map(|p| (*p).to_owned()).collect(),
+        },
+    );
+    TrustSection {
+        require_signature: false,
+        keys,
+    }
+}
+
+fn sig(seed: &[u8; 32], id: &str, manifest: &[u8]) -> Vec<u8> {
+    serde_json::to_vec(&sign(manifest, seed, id).unwrap()).unwrap()
+}
+
+/// (what, key patterns, required, manifest, pack.sig, Ok or the reason)
+type Case<'a> = (
+    &'a str,
+    &'a [&'a str],
+    bool,
+    &'a [u8],
+    Option<Vec<u8>>,
+    Result<(), &'a str>,
+);
+
+#[test]
+fn verification_case_table() {
+    let reordered = br#"{ "version":"1.0.0", "x-wop":{"sha256":"00"}, "name":"acme.fetch" }"#;
+    let tampered = br#"{"name":"acme.fetch","version":"1.0.1","x-wop":{"sha256":"00"}}"#;
+    let good = sig(&SEED, "k", MANIFEST);
+    let cases: Vec<Case> = vec![
+        (
+            "unsigned, not required",
+            &["acme.*"],
+            false,
+            MANIFEST,
+            None,
+            Ok(()),
+        ),
+        (
+            "unsigned, required",
+            &["acme.*"],
+            true,
+            MANIFEST,
+            None,
+            Err("missing"),
+        ),
+        (
+            "good",
+            &["acme.*"],
+            true,
+            MANIFEST,
+            Some(good.clone()),
+            Ok(()),
+        ),
+        (
+            "JCS: key order and whitespace do not matter",
+            &["acme.*"],
+            true,
+            reordered,
+            Some(good.clone()),
+            Ok(()),
+        ),
+        (
+            "exact name",
+            &["acme.fetch"],
+            true,
+            MANIFEST,
+            Some(good.clone()),
+            Ok(()),
+        ),
+        ("star", &["*"], true, MANIFEST, Some(good.clone()), Ok(())),
+        (
+            "tampered manifest",
+            &["acme.*"],
+            true,
+            tampered,
+            Some(good.clone()),
+            Err("bad-signature"),
+        ),
+        (
+            "outside namespace",
+            &["other.*"],
+            true,
+            MANIFEST,
+            Some(good.clone()),
+            Err("key-not-allowed"),
+        ),
+        (
+            "no patterns",
+            &[],
+            false,
+            MANIFEST,
+            Some(good.clone()),
+            Err("key-not-allowed"),
+        ),
+        (
+            "unknown key id",
+            &["acme.*"],
+            false,
+            MANIFEST,
+            Some(sig(&OTHER, "x", MANIFEST)),
+            Err("unknown-key"),
+        ),
+        (
+            "known id, other key",
+            &["acme.*"],
+            false,
+            MANIFEST,
+            Some(sig(&OTHER, "k", MANIFEST)),
+            Err("bad-signature"),
+        ),
+        (
+            "garbage sig file",
+            &["acme.*"],
+            false,
+            MANIFEST,
+            Some(b"nope".to_vec()),
+            Err("malformed"),
+        ),
+        (
+            "other algorithm",
+            &["acme.*"],
+            false,
+            MANIFEST,
+            Some(br#"{"algorithm":"rsa","keyId":"k","signature":"AA=="}"#.to_vec()),
+            Err("malformed"),
+        ),
+        (
+            "short signature",
+            &["acme.*"],
+            false,
+            MANIFEST,
+            Some(br#"{"algorithm":"ed25519","keyId":"k","signature":"AA=="}"#.to_vec()),
+            Err("bad-signature"),
+        ),
+    ];
+    for (what, pats, required, manifest, s, want) in cases {
+        let got = verify(
+            &section(pats),
+            "acme.fetch",
+            required,
+            manifest,
+            s.as_deref(),
+        );
+        match (got, want) {
+            (Ok(_), Ok(())) => {}
+            (
+                Err(LoadError::Signature {
+                    reason, message, ..
+                }),
+                Err(r),
+            ) => {
+                assert_eq!(reason, r, "{what}: {message}");
+                assert!(
+                    !message.contains(&public_key_of(&SEED)),
+                    "{what}: key leaked"
+                );
+            }
+            (got, want) => panic!("{what}: got {got:?}, want {want:?}"),
+        }
+    }
+}
+
+#[test]
+fn name_patterns() {
+    for (p, n, want) in [
+        ("acme.*", "acme.fetch", true),
+        ("acme.*", "acme", false),
+        ("acme.*", "acmex.fetch", false),
+        ("*", "anything", true),
+        ("hello", "hello", true),
+        ("hello", "hello2", false),
+    ] {
+        assert_eq!(name_matches(p, n), want, "{p} vs {n}");
+    }
+    assert!(check_pattern("a*b").is_err());
+    assert!(check_pattern("").is_err());
+    assert!(check_pattern("acme.*").is_ok());
+}
+
+#[test]
+fn policy_trust_section_is_checked() {
+    let ok = format!(
+        "[trust]\nrequireSignature = true\n[trust.keys.k]\npublicKey = \"{}\"\npacks = [\"acme.*\"]\n[packs.x]\nrequireSignature = false\n",
+        public_key_of(&SEED)
+    );
+    let p = Policy::from_toml(&ok).unwrap();
+    assert!(signature_required(&p, "acme.fetch"));
+    assert!(!signature_required(&p, "x"));
+    let e = Policy::from_toml("[trust.keys.k]\npublicKey = \"bm9wZQ==\"\n").unwrap_err();
+    assert!(e.to_string().contains("trust.keys.k.publicKey"), "{e}");
+    let e = Policy::from_toml("[trust]\nrequireSignatures = true\n").unwrap_err();
+    assert!(e.to_string().contains("requireSignatures"), "{e}");
+}
+
+#[test]
+fn diff_lists_only_additions() {
+    let m = |caps: &str, extra: &str| {
+        let text = format!(
+            r#"{{"kind":"node","name":"p","version":"1.0.0","engines":{{"openwop":">=1.0.0"}},
+            "nodes":[{{"typeId":"p.a","version":"1.0.0","category":"transform","role":"worker"}}],
+            "runtime":{{"language":"wasm-component","entry":"p.wasm","format":"wasm-component"}},
+            "x-wop":{{"sha256":"{}","capabilities":{caps}{extra}}}}}"#,
+            "a".repeat(64)
+        );
+        Manifest::parse(text.as_bytes()).unwrap()
+    };
+    let old = m(r#"["tools"]"#, r#","tools":["a:b"],"limits":{"fuel":10}"#);
+    let same = m(r#"["tools"]"#, r#","tools":["a:b"],"limits":{"fuel":5}"#);
+    assert!(diff::additions(&old, &same).is_empty());
+    let more = m(
+        r#"["tools","http"]"#,
+        r#","tools":["a:b","c:d"],"egress":["api.example.com"],"limits":{"fuel":20}"#,
+    );
+    let adds: Vec<String> = diff::additions(&old, &more)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        adds,
+        [
+            "capability: http",
+            "tool: c:d",
+            "egress: api.example.com",
+            "limit: fuel: 10 -> 20"
+        ]
+    );
+    let dropped = m(r#"["tools"]"#, r#","tools":["a:b"]"#);
+    let adds = diff::additions(&old, &dropped);
+    assert_eq!(
+        adds.len(),
+        1,
+        "dropping a limit request asks for the ceiling"
+    );
+}

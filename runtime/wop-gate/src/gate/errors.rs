@@ -1,0 +1,147 @@
+//! The gate's errors: their class (which WIT `tool-error` case) and the
+//! protocol error, plus the constructors every refusal path uses.
+
+use serde_json::{Value, json};
+use wop_core::authz::Denial;
+use wop_core::error::ErrorCode;
+use wop_core::events::ToolStatus;
+use wop_effects::effects::EffectRecord;
+
+/// Why the gate did not return a result; maps onto the WIT `tool-error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateErrorKind {
+    /// `forbidden`.
+    Forbidden,
+    /// `not_found`.
+    NotFound,
+    /// `rate_limited`.
+    RateLimited,
+    /// `budget_exhausted`.
+    BudgetExhausted,
+    /// `idempotency_in_flight` / `idempotency_key_mismatch`.
+    Conflict,
+    /// Anything else (the tool failed, the outcome is unknown, ...).
+    Failed,
+}
+
+/// A gate error: its class plus the protocol error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateError {
+    /// Class.
+    pub kind: GateErrorKind,
+    /// Protocol code.
+    pub code: String,
+    /// For people.
+    pub message: String,
+    /// Machine-readable details (a JSON object).
+    pub details: Value,
+}
+
+impl GateError {
+    pub(crate) fn new(
+        kind: GateErrorKind,
+        code: &str,
+        message: impl Into<String>,
+        details: Value,
+    ) -> Self {
+        Self {
+            kind,
+            code: code.to_owned(),
+            message: message.into(),
+            details,
+        }
+    }
+
+    pub(crate) fn as_json(&self) -> Value {
+        json!({"code": self.code, "message": self.message, "details": self.details})
+    }
+}
+
+pub(crate) fn unreachable_error() -> GateError {
+    GateError::new(
+        GateErrorKind::Failed,
+        ErrorCode::InternalError.as_str(),
+        "internal error",
+        Value::Null,
+    )
+}
+
+pub(crate) fn not_found(tool_id: &str) -> GateError {
+    GateError::new(
+        GateErrorKind::NotFound,
+        ErrorCode::NotFound.as_str(),
+        format!("no tool `{tool_id}` is available to this caller"),
+        json!({"toolName": tool_id}),
+    )
+}
+
+pub(crate) fn denial_error(tool_id: &str, d: Denial) -> (ToolStatus, GateError) {
+    let forbidden = |reason: &str, message: String, required: Vec<String>| {
+        (
+            ToolStatus::Forbidden,
+            GateError::new(
+                GateErrorKind::Forbidden,
+                ErrorCode::Forbidden.as_str(),
+                message,
+                json!({"scope": "tool", "toolName": tool_id, "requiredScopes": required, "reason": reason}),
+            ),
+        )
+    };
+    match d {
+        Denial::NotDeclared => forbidden(
+            "not-declared",
+            format!(
+                "tool `{tool_id}` is not declared in this pack's manifest (add it to pack.json `x-wop.tools`)"
+            ),
+            Vec::new(),
+        ),
+        Denial::NotGranted => forbidden(
+            "not-granted",
+            format!(
+                "tool `{tool_id}` is not granted to this pack (operator policy [packs.<name>] tools)"
+            ),
+            Vec::new(),
+        ),
+        Denial::MissingScopes { required, missing } => forbidden(
+            "missing-scopes",
+            format!(
+                "the principal lacks scope(s) {} required by tool `{tool_id}`",
+                missing.join(", ")
+            ),
+            required,
+        ),
+        Denial::PolicyError(e) => forbidden(
+            "policy-error",
+            format!(
+                "the authorization decision for `{tool_id}` could not be evaluated, so it was denied: {e}"
+            ),
+            Vec::new(),
+        ),
+        Denial::NotFound => (ToolStatus::Error, not_found(tool_id)),
+    }
+}
+
+pub(crate) fn recorded_error(e: &Value, effect_id: &str) -> GateError {
+    let code = e["code"]
+        .as_str()
+        .unwrap_or(ErrorCode::UpstreamUnavailable.as_str());
+    let message = e["message"].as_str().unwrap_or("the tool failed");
+    GateError::new(
+        GateErrorKind::Failed,
+        code,
+        message.to_owned(),
+        json!({"effectId": effect_id, "replayed": true, "details": e["details"]}),
+    )
+}
+
+pub(crate) fn unknown_outcome(rec: &EffectRecord) -> GateError {
+    GateError::new(
+        GateErrorKind::Failed,
+        ErrorCode::EffectOutcomeUnknown.as_str(),
+        format!(
+            "the outcome of effect {} on tool `{}` is unknown (the call was sent but never answered, or its executor died); it will not be re-fired automatically. Check the provider, then run `wop effects resolve {} --as completed|released`",
+            rec.effect_id, rec.tool_id, rec.effect_id
+        ),
+        json!({"effectId": rec.effect_id, "toolName": rec.tool_id, "state": rec.state, "cause": rec.error}),
+    )
+}

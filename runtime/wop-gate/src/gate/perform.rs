@@ -1,0 +1,329 @@
+//! After authorization: rate limit, the run's budget, the effect claim,
+//! perform, record. The one path every gate call takes once it is allowed.
+
+use super::errors::{recorded_error, unknown_outcome};
+use super::{CallReceipt, CallScope, CallSite, Gate, GateError, GateErrorKind, Returned};
+use crate::tools::{RegisteredTool, ReplayPolicy, ToolCall, ToolFailure};
+use serde_json::{Value, json};
+use std::time::Instant;
+use wop_core::error::ErrorCode;
+use wop_core::events::{Event, ToolStatus};
+use wop_effects::effects::{Begin, ClaimRequest, EffectRecord, Keying};
+
+impl Gate {
+    pub(super) async fn perform(
+        &self,
+        scope: &mut CallScope<'_>,
+        tool: &RegisteredTool,
+        arguments: Value,
+        idempotency_key: Option<&str>,
+        ret: &Returned,
+        receipt: &mut CallReceipt,
+    ) -> Result<Value, GateError> {
+        let site = scope.site;
+        let counters = &mut *scope.counters;
+        let events = &mut *scope.events;
+        let tool_id = tool.descriptor.tool_id.as_str();
+        let returned = |status, duration, r: &Result<Value, GateError>, replayed, effect_id| {
+            ret.event(status, duration, r, replayed, effect_id)
+        };
+        // 2. Rate limit per (principal, tool).
+        if let Some(spec) = &tool.rate
+            && let Err(retry) =
+                self.limiter
+                    .try_acquire(&site.principal.id, tool_id, spec, Instant::now())
+        {
+            let ms = u64::try_from(retry.as_millis()).unwrap_or(u64::MAX);
+            let r = Err(GateError::new(
+                GateErrorKind::RateLimited,
+                ErrorCode::RateLimited.as_str(),
+                format!("tool `{tool_id}` is rate limited for this principal; retry in {ms} ms"),
+                json!({"toolName": tool_id, "retryAfterMs": ms}),
+            ));
+            events.push(returned(ToolStatus::RateLimited, None, &r, false, None));
+            return r;
+        }
+
+        let remaining = site.deadline.saturating_duration_since(Instant::now());
+        let mut call = ToolCall {
+            tool_id: tool_id.to_owned(),
+            arguments: arguments.clone(),
+            idempotency_key: None,
+            principal: site.principal.clone(),
+            context: site.context.clone(),
+            timeout: tool.timeout.min(remaining),
+            depth: site.depth,
+        };
+
+        // 3. Reads and pure tools: perform directly.
+        if !tool.descriptor.is_effect() {
+            if let Err(e) = self.charge(site, tool_id, events).await {
+                let r = Err(e);
+                events.push(returned(ToolStatus::Error, None, &r, false, None));
+                return r;
+            }
+            let started = Instant::now();
+            receipt.performed = true;
+            let r = self.bounded(tool.provider.call(call).await);
+            let status = if r.is_ok() {
+                ToolStatus::Ok
+            } else {
+                ToolStatus::Error
+            };
+            events.push(returned(status, Some(started.elapsed()), &r, false, None));
+            return r;
+        }
+
+        // 4. Effects: identity, durable claim, perform, record.
+        let (effect_id, keying) = match idempotency_key {
+            Some(k) => (
+                wop_effects::effects::business_id(&site.context.tenant_id, tool_id, k),
+                Keying::BusinessIdentity,
+            ),
+            None => {
+                counters.effects += 1;
+                (
+                    wop_effects::effects::activity_id(
+                        &site.context.tenant_id,
+                        &site.context.run_id,
+                        &site.context.node_id,
+                        counters.effects,
+                        tool_id,
+                    ),
+                    Keying::ActivityRecipe,
+                )
+            }
+        };
+        let idempotent = tool.descriptor.replay_policy == Some(ReplayPolicy::Idempotent);
+        let req = ClaimRequest {
+            effect_id: effect_id.clone(),
+            keying,
+            tenant_id: site.context.tenant_id.clone(),
+            run_id: site.context.run_id.clone(),
+            node_id: site.context.node_id.clone(),
+            attempt: site.context.attempt,
+            tool_id: tool_id.to_owned(),
+            digest: wop_effects::effects::request_digest(tool_id, &arguments),
+            idempotent,
+        };
+        let eid = Some(effect_id.clone());
+        receipt.effect_id = eid.clone();
+        let begin = match self
+            .effects
+            .begin(&req, self.cfg.timings, site.deadline)
+            .await
+        {
+            Ok(b) => b,
+            Err(e) => {
+                // Fail closed: without a durable claim the effect never fires.
+                let r = Err(GateError::new(
+                    GateErrorKind::Failed,
+                    ErrorCode::InternalError.as_str(),
+                    format!("the effect could not be claimed, so it was not performed: {e}"),
+                    json!({"effectId": effect_id}),
+                ));
+                events.push(returned(ToolStatus::Error, None, &r, false, eid));
+                return r;
+            }
+        };
+        match begin {
+            Begin::Perform { claimed, resend } => {
+                if let Err(e) = self.charge(site, tool_id, events).await {
+                    // Refused before anything was sent: give the claim back.
+                    if let Err(se) = self.effects.release(&claimed).await {
+                        tracing::warn!(effect = %effect_id, error = %se, "cannot release a refused claim");
+                    }
+                    let r = Err(e);
+                    events.push(returned(ToolStatus::Error, None, &r, false, eid));
+                    return r;
+                }
+                call.idempotency_key = Some(effect_id.clone());
+                let started = Instant::now();
+                receipt.performed = true;
+                receipt.claimed = true;
+                let outcome = tool.provider.call(call).await;
+                let duration = started.elapsed();
+                let r = self.record(&claimed, outcome, idempotent, resend).await;
+                let status = if r.is_ok() {
+                    ToolStatus::Ok
+                } else {
+                    ToolStatus::Error
+                };
+                events.push(returned(status, Some(duration), &r, false, eid));
+                r
+            }
+            Begin::Replay(rec) => {
+                receipt.replayed = true;
+                let r = match (rec.result, rec.error) {
+                    (Some(v), _) => Ok(v),
+                    (None, Some(e)) => Err(recorded_error(&e, &effect_id)),
+                    (None, None) => Ok(Value::Null),
+                };
+                let status = if r.is_ok() {
+                    ToolStatus::Ok
+                } else {
+                    ToolStatus::Error
+                };
+                events.push(returned(status, None, &r, true, eid));
+                r
+            }
+            Begin::Mismatch { .. } => {
+                let r = Err(GateError::new(
+                    GateErrorKind::Conflict,
+                    ErrorCode::IdempotencyKeyMismatch.as_str(),
+                    "this effect was already claimed with different arguments; use a new idempotency key",
+                    json!({"effectId": effect_id, "toolName": tool_id}),
+                ));
+                events.push(returned(ToolStatus::Error, None, &r, false, eid));
+                r
+            }
+            Begin::InFlight {
+                lease_expires_at_ms,
+            } => {
+                let retry = lease_expires_at_ms.saturating_sub(wop_effects::effects::now_ms());
+                let r = Err(GateError::new(
+                    GateErrorKind::Conflict,
+                    ErrorCode::IdempotencyInFlight.as_str(),
+                    "another execution is performing this effect right now; retry later",
+                    json!({"effectId": effect_id, "toolName": tool_id, "retryable": true, "retryAfterMs": retry}),
+                ));
+                events.push(returned(ToolStatus::Error, None, &r, false, eid));
+                r
+            }
+            Begin::UnknownOutcome(rec) => {
+                let r = Err(unknown_outcome(&rec));
+                events.push(returned(ToolStatus::Error, None, &r, false, eid));
+                r
+            }
+        }
+    }
+
+    /// Charges one call to the run's budget; `Err` (with the events
+    /// already appended) when it would exceed a dimension.
+    async fn charge(
+        &self,
+        site: &CallSite,
+        tool_id: &str,
+        events: &mut Vec<Event>,
+    ) -> Result<(), GateError> {
+        let Some(m) = &site.meter else {
+            return Ok(());
+        };
+        match m
+            .meter
+            .charge_tool_call(&m.run_id, &m.node_id, tool_id)
+            .await
+        {
+            Ok((ev, Ok(()))) => {
+                events.extend(ev);
+                Ok(())
+            }
+            Ok((ev, Err(x))) => {
+                events.extend(ev);
+                Err(GateError::new(
+                    GateErrorKind::BudgetExhausted,
+                    ErrorCode::BudgetExhausted.as_str(),
+                    format!(
+                        "the run's {} budget would be exceeded by this call ({} > {}); it was not performed",
+                        x.dimension.as_str(),
+                        x.attempted,
+                        x.limit
+                    ),
+                    json!({"dimension": x.dimension.as_str(), "limit": x.limit, "attempted": x.attempted, "toolName": tool_id}),
+                ))
+            }
+            // Fail closed: without a charge the call does not run.
+            Err(e) => Err(GateError::new(
+                GateErrorKind::Failed,
+                ErrorCode::InternalError.as_str(),
+                format!(
+                    "the run's budget could not be checked, so the call was not performed: {e}"
+                ),
+                json!({"toolName": tool_id}),
+            )),
+        }
+    }
+
+    /// Applies the result-size cap.
+    fn bounded(&self, r: Result<Value, ToolFailure>) -> Result<Value, GateError> {
+        match r {
+            Ok(v) => {
+                let n = v.to_string().len() as u64;
+                if n > self.cfg.max_result_bytes {
+                    return Err(GateError::new(
+                        GateErrorKind::Failed,
+                        ErrorCode::ToolResultTooLarge.as_str(),
+                        format!(
+                            "the tool's result is {n} bytes; the cap is {} (policy effects.maxResultBytes)",
+                            self.cfg.max_result_bytes
+                        ),
+                        json!({"limit": self.cfg.max_result_bytes, "observed": n}),
+                    ));
+                }
+                Ok(v)
+            }
+            Err(f) => Err(GateError::new(
+                GateErrorKind::Failed,
+                &f.code,
+                f.message,
+                f.details.unwrap_or(Value::Null),
+            )),
+        }
+    }
+
+    /// Records what happened to a performed effect and returns the call's result.
+    async fn record(
+        &self,
+        claimed: &EffectRecord,
+        outcome: Result<Value, ToolFailure>,
+        idempotent: bool,
+        _resend: bool,
+    ) -> Result<Value, GateError> {
+        let id = &claimed.effect_id;
+        let stored = match &outcome {
+            Ok(_) => match self.bounded(outcome.clone()) {
+                Ok(v) => self.effects.complete(claimed, Ok(v)).await.map(|_| ()),
+                Err(e) => self
+                    .effects
+                    .complete(claimed, Err(e.as_json()))
+                    .await
+                    .map(|_| ()),
+            },
+            Err(f) if !f.sent => self.effects.release(claimed).await.map(|_| ()),
+            Err(f) if f.definite => {
+                let e = json!({"code": f.code, "message": f.message, "details": f.details});
+                self.effects.complete(claimed, Err(e)).await.map(|_| ())
+            }
+            Err(f) if idempotent => {
+                // Unknown outcome, but the provider dedupes by key: leave the
+                // claim with an expired lease so the next attempt re-sends.
+                self.effects.abandon(claimed).await.map(|_| ()).map_err(|e| {
+                    tracing::warn!(effect = %id, error = %e, reason = %f.message, "cannot abandon claim");
+                    e
+                })
+            }
+            Err(f) => {
+                let e = json!({"reason": "no-answer", "code": f.code, "message": f.message});
+                self.effects.escape(claimed, e).await.map(|_| ())
+            }
+        };
+        if let Err(e) = stored {
+            tracing::error!(effect = %id, error = %e, "cannot record an effect outcome");
+        }
+        match outcome {
+            Err(f) if f.sent && !f.definite && !idempotent => {
+                let mut rec = claimed.clone();
+                rec.error = Some(json!({"code": f.code, "message": f.message}));
+                Err(unknown_outcome(&rec))
+            }
+            other => self.bounded(other).map_err(|mut e| {
+                if let Value::Object(m) = &mut e.details {
+                    m.insert("effectId".to_owned(), json!(id));
+                } else {
+                    e.details = json!({"effectId": id, "cause": e.details});
+                }
+                e
+            }),
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Signed packs and the capability-escalation refusal (decision 0009):
+//! every refusal happens before any pack code is compiled.
+
+use crate::{copy_pack, pack, runtime};
+use std::path::Path;
+use wop_core::trust;
+use wop_runtime::{ErrorCode, Runtime};
+
+const SEED: [u8; 32] = [7; 32];
+const OTHER: [u8; 32] = [9; 32];
+
+fn policy(patterns: &str, extra: &str) -> String {
+    format!(
+        "[trust]\nrequireSignature = true\n[trust.keys.acme]\npublicKey = \"{}\"\npacks = [{patterns}]\n{extra}",
+        trust::public_key_of(&SEED)
+    )
+}
+
+fn sign(dir: &Path, seed: &[u8; 32], id: &str) {
+    let m = std::fs::read(dir.join("pack.json")).unwrap();
+    let sig = trust::sign(&m, seed, id).unwrap();
+    std::fs::write(dir.join("pack.sig"), serde_json::to_vec(&sig).unwrap()).unwrap();
+}
+
+async fn refused(rt: &Runtime, dir: &Path, code: ErrorCode) -> String {
+    let before = rt.stats().cache;
+    let e = rt.load_pack(dir).await.expect_err("must be refused");
+    assert_eq!(e.code(), code, "{e}");
+    assert_eq!(rt.stats().cache, before, "compiled before refusing: {e}");
+    assert_eq!(rt.stats().cache.compilations, 0);
+    let text = format!("{e} {}", serde_json::to_string(&e.to_node_error()).unwrap());
+    assert!(!text.contains(&trust::public_key_of(&SEED)), "{text}");
+    text
+}
+
+#[tokio::test]
+async fn signed_pack_loads_and_tampering_is_refused_before_compiling() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = copy_pack("hello", tmp.path());
+    sign(&dir, &SEED, "acme");
+    let rt = runtime(&policy("\"hel*\"", ""));
+    rt.load_pack(&dir).await.expect("a signed pack loads");
+
+    // Tampered pack.json (signature no longer verifies).
+    let t = copy_pack("hello", &tmp.path().join("t"));
+    sign(&t, &SEED, "acme");
+    let text = std::fs::read_to_string(t.join("pack.json")).unwrap();
+    let rt = runtime(&policy("\"hel*\"", ""));
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut v2 = v.clone();
+    v2["x-wop"]["capabilities"] = serde_json::json!(["log", "clock", "random", "tools"]);
+    std::fs::write(t.join("pack.json"), serde_json::to_vec(&v2).unwrap()).unwrap();
+    let msg = refused(&rt, &t, ErrorCode::PackSignatureInvalid).await;
+    assert!(msg.contains("bad-signature"), "{msg}");
+
+    // Swapped .wasm (signature fine, entry bytes changed).
+    let s = copy_pack("hello", &tmp.path().join("s"));
+    sign(&s, &SEED, "acme");
+    std::fs::copy(crate::pack("spin").join("spin.wasm"), s.join("hello.wasm")).unwrap();
+    refused(&rt, &s, ErrorCode::PackIntegrityMismatch).await;
+
+    // Untrusted key.
+    let u = copy_pack("hello", &tmp.path().join("u"));
+    sign(&u, &OTHER, "mallory");
+    let msg = refused(&rt, &u, ErrorCode::PackSignatureInvalid).await;
+    assert!(msg.contains("unknown-key"), "{msg}");
+    // A trusted id, but the signature was made by another key.
+    sign(&u, &OTHER, "acme");
+    refused(&rt, &u, ErrorCode::PackSignatureInvalid).await;
+
+    // Trusted key outside its namespace.
+    let rt = runtime(&policy("\"acme.*\"", ""));
+    let msg = refused(&rt, &dir, ErrorCode::PackSignatureInvalid).await;
+    assert!(msg.contains("key-not-allowed"), "{msg}");
+
+    // Missing signature when required.
+    let rt = runtime(&policy("\"hel*\"", ""));
+    let msg = refused(&rt, &pack("hello"), ErrorCode::PackSignatureInvalid).await;
+    assert!(msg.contains("missing"), "{msg}");
+    // ... and per pack.
+    let rt = runtime("[packs.hello]\nrequireSignature = true\n");
+    refused(&rt, &pack("hello"), ErrorCode::PackSignatureInvalid).await;
+}
+
+#[tokio::test]
+async fn diff_and_escalation_refusal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let new = copy_pack("hello", &tmp.path().join("v2"));
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(new.join("pack.json")).unwrap()).unwrap();
+    // Same code and version string (describe() must agree with it); a
+    // re-released manifest that asks for more.
+    v["x-wop"]["capabilities"] = serde_json::json!(["tools"]);
+    v["x-wop"]["egress"] = serde_json::json!(["api.example.com"]);
+    std::fs::write(new.join("pack.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    let old_m = trust::read_approved(&pack("hello")).unwrap();
+    let new_m = trust::read_approved(&new).unwrap();
+    let adds: Vec<String> = trust::diff::additions(&old_m, &new_m)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(adds.contains(&"capability: tools".to_owned()), "{adds:?}");
+    assert!(
+        adds.contains(&"egress: api.example.com".to_owned()),
+        "{adds:?}"
+    );
+
+    let approve = |p: &Path| format!("[packs.hello]\napproved = \"{}\"\n", p.display());
+    let rt = runtime(&approve(&pack("hello")));
+    let msg = refused(&rt, &new, ErrorCode::PackCapabilityEscalation).await;
+    assert!(msg.contains("capability: tools"), "{msg}");
+    // The approved version itself loads; so does the new one once approved.
+    rt.load_pack(&pack("hello"))
+        .await
+        .expect("approved version loads");
+    let rt = runtime(&approve(&new));
+    rt.load_pack(&new)
+        .await
+        .expect("newly approved version loads");
+}

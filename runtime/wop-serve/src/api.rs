@@ -1,0 +1,295 @@
+//! Shared HTTP plumbing: the error body `{error, message, details?}`,
+//! bounded body reading (size, time, content type, JSON depth) and auth.
+
+use crate::state::AppState;
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use http_body_util::BodyExt as _;
+use serde_json::{Value, json};
+use std::time::Duration;
+use wop_runtime::Principal;
+
+/// An HTTP error with a registered code.
+#[derive(Debug)]
+pub(crate) struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub details: Option<Value>,
+    pub retry_after: Option<u64>,
+}
+
+impl ApiError {
+    pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            details: None,
+            retry_after: None,
+        }
+    }
+
+    pub(crate) fn details(mut self, d: Value) -> Self {
+        self.details = Some(d);
+        self
+    }
+
+    pub(crate) fn validation(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "validation_error", message)
+    }
+
+    /// The same body for an unknown and an unauthorized id.
+    pub(crate) fn not_found(what: &str, id: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no {what} `{id}`"),
+        )
+        .details(json!({ what: id }))
+    }
+
+    pub(crate) fn busy(retry_after: u64) -> Self {
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "service_unavailable",
+            "the executor is at capacity; retry later",
+        );
+        e.retry_after = Some(retry_after);
+        e
+    }
+
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = json!({"error": self.code, "message": self.message});
+        if let Some(d) = self.details {
+            body["details"] = d;
+        }
+        let mut resp = (self.status, axum::Json(body)).into_response();
+        if let Some(s) = self.retry_after {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(s));
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        resp
+    }
+}
+
+/// Whether the request's content type is JSON (`application/json`, any
+/// parameters, or `application/*+json`).
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(ct) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let mime = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+}
+
+/// Reads the body within the size and time limits, as raw bytes.
+pub(crate) async fn read_body(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<bytes::Bytes, ApiError> {
+    let cap = state.cfg.max_body_bytes;
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("the request body exceeds {cap} bytes"),
+        )
+        .details(json!({"limitBytes": cap}))
+    };
+    if let Some(len) = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        && len > cap as u64
+    {
+        return Err(too_large());
+    }
+    let limited = http_body_util::Limited::new(body, cap);
+    match tokio::time::timeout(
+        Duration::from_millis(state.cfg.body_timeout_ms),
+        limited.collect(),
+    )
+    .await
+    {
+        Err(_) => Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            "the request body did not arrive in time",
+        )),
+        Ok(Err(e)) => {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                Err(too_large())
+            } else {
+                Err(ApiError::validation(format!(
+                    "the request body could not be read: {e}"
+                )))
+            }
+        }
+        Ok(Ok(c)) => Ok(c.to_bytes()),
+    }
+}
+
+/// The nesting depth of a JSON text (brackets outside strings); stops
+/// counting past `cap`.
+pub(crate) fn json_depth(bytes: &[u8], cap: usize) -> usize {
+    let (mut depth, mut max, mut in_str, mut esc) = (0usize, 0usize, false, false);
+    for &b in bytes {
+        if in_str {
+            if esc {
+                esc = false;
+            } else if b == b'\\' {
+                esc = true;
+            } else if b == b'"' {
+                in_str = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    max = depth;
+                    if max > cap {
+                        return max;
+                    }
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// What went wrong turning a body into JSON (the MCP mount maps these to
+/// JSON-RPC errors, the REST routes to `ApiError`).
+pub(crate) enum JsonBodyError {
+    /// Transport-level: size, time, content type.
+    Http(ApiError),
+    /// Too deep.
+    Depth(ApiError),
+    /// Not JSON.
+    Parse(ApiError),
+}
+
+impl JsonBodyError {
+    pub(crate) fn into_api(self) -> ApiError {
+        match self {
+            JsonBodyError::Http(e) | JsonBodyError::Depth(e) | JsonBodyError::Parse(e) => e,
+        }
+    }
+}
+
+/// Content type, size, time, depth, then parse.
+pub(crate) async fn read_json(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Value, JsonBodyError> {
+    if !is_json(headers) {
+        return Err(JsonBodyError::Http(
+            ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "the request body must be application/json",
+            )
+            .details(json!({
+                "contentType": headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()),
+            })),
+        ));
+    }
+    let bytes = read_body(state, headers, body)
+        .await
+        .map_err(JsonBodyError::Http)?;
+    let cap = state.cfg.max_json_depth;
+    if json_depth(&bytes, cap) > cap {
+        return Err(JsonBodyError::Depth(
+            ApiError::validation(format!("the JSON body nests deeper than {cap} levels"))
+                .details(json!({"maxDepth": cap})),
+        ));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| {
+        JsonBodyError::Parse(
+            ApiError::validation(format!("the body is not valid JSON: {e}"))
+                .details(json!({"line": e.line(), "column": e.column()})),
+        )
+    })
+}
+
+/// The caller's principal: a configured bearer token, or the anonymous
+/// loopback principal when enabled and no `Authorization` was sent.
+pub(crate) fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError> {
+    let Some(auth) = headers.get(header::AUTHORIZATION) else {
+        if state.cfg.anonymous_loopback {
+            return Ok(Principal {
+                id: "anonymous".into(),
+                tenant: crate::state::ANON_TENANT.into(),
+                scopes: state.cfg.anonymous_scopes.clone(),
+            });
+        }
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "forbidden",
+            "a bearer token is required",
+        )
+        .details(json!({"reason": "missing-token"})));
+    };
+    let invalid = || {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "forbidden",
+            "the bearer token is not valid",
+        )
+        .details(json!({"reason": "invalid-token"}))
+    };
+    let token = auth
+        .to_str()
+        .ok()
+        .and_then(|v| {
+            let (scheme, rest) = v.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+        })
+        .filter(|t| !t.is_empty())
+        .ok_or_else(invalid)?;
+    state
+        .tokens
+        .get(&crate::config::token_sha256(token))
+        .cloned()
+        .ok_or_else(invalid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_ignores_strings() {
+        assert_eq!(json_depth(br#"{"a":[1,{"b":"[[[["}]}"#, 100), 3);
+        assert_eq!(json_depth(br#""\"[""#, 100), 0);
+        assert_eq!(json_depth(&[b'['; 1000], 10), 11);
+    }
+}

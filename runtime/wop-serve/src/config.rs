@@ -1,0 +1,162 @@
+//! The server's own settings (`serve.toml`), separate from the operator
+//! policy (which `wop_core::policy::Policy` parses with
+//! `deny_unknown_fields`).
+//!
+//! ```toml
+//! maxInFlight = 64            # concurrent invocations; beyond → 503
+//! maxBodyBytes = 1048576      # request body cap → 413
+//! maxJsonDepth = 64           # JSON nesting cap → 400 validation_error
+//! headerTimeoutMs = 10000     # time to receive the request head
+//! bodyTimeoutMs = 30000       # time to receive the body → 408
+//! drainTimeoutMs = 30000      # SIGTERM: how long in-flight requests may finish
+//! retryAfterSecs = 1          # `Retry-After` on 503
+//! anonymousLoopback = false   # serve without a token (loopback listen only)
+//! anonymousScopes = []
+//!
+//! [[tokens]]
+//! sha256 = "<hex sha256 of the bearer token>"
+//! principal = "host-1"
+//! tenant = "acme"
+//! scopes = ["payments.write"]
+//! ```
+
+use serde::Deserialize;
+use std::path::Path;
+
+/// One accepted bearer token, stored as its SHA-256 (never in clear).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TokenEntry {
+    /// Lower-case hex SHA-256 of the token's bytes.
+    pub sha256: String,
+    /// The principal id the token authenticates.
+    pub principal: String,
+    /// The principal's tenant (`(anon:)?[A-Za-z0-9._~-]{1,128}`).
+    pub tenant: String,
+    /// Scopes granted to the principal.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+/// The server's own settings. Every field has a default (see the module
+/// docs); unknown keys are errors.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ServeConfig {
+    /// Concurrent invocations (MCP `tools/call` and the invoke API). Default 64.
+    pub max_in_flight: usize,
+    /// Request body cap in bytes. Default 1 MiB.
+    pub max_body_bytes: usize,
+    /// JSON nesting cap. Default 64.
+    pub max_json_depth: usize,
+    /// Time to receive a request head, ms. Default 10 000.
+    pub header_timeout_ms: u64,
+    /// Time to receive a request body, ms. Default 30 000.
+    pub body_timeout_ms: u64,
+    /// On shutdown, how long in-flight requests may finish, ms. Default 30 000.
+    pub drain_timeout_ms: u64,
+    /// `Retry-After` seconds on `503`. Default 1.
+    pub retry_after_secs: u64,
+    /// Serve requests without a token (refused unless the listen address is
+    /// loopback). Default false.
+    pub anonymous_loopback: bool,
+    /// Scopes of the anonymous principal. Default none.
+    pub anonymous_scopes: Vec<String>,
+    /// Accepted bearer tokens. Default none.
+    pub tokens: Vec<TokenEntry>,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            max_in_flight: 64,
+            max_body_bytes: 1 << 20,
+            max_json_depth: 64,
+            header_timeout_ms: 10_000,
+            body_timeout_ms: 30_000,
+            drain_timeout_ms: 30_000,
+            retry_after_secs: 1,
+            anonymous_loopback: false,
+            anonymous_scopes: Vec::new(),
+            tokens: Vec::new(),
+        }
+    }
+}
+
+/// A tenant id usable on the wire (in `effectId`).
+pub(crate) fn valid_tenant(t: &str) -> bool {
+    let t = t.strip_prefix("anon:").unwrap_or(t);
+    (1..=128).contains(&t.len())
+        && t.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-'))
+}
+
+impl ServeConfig {
+    /// Parses `serve.toml` text and validates it.
+    pub fn from_toml(text: &str) -> Result<Self, String> {
+        let cfg: ServeConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Reads and parses a `serve.toml` file.
+    pub fn from_file(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Self::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Checks limits and token entries.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_in_flight == 0 {
+            return Err("maxInFlight must be at least 1".into());
+        }
+        if self.max_body_bytes == 0 || self.max_json_depth == 0 {
+            return Err("maxBodyBytes and maxJsonDepth must be at least 1".into());
+        }
+        for (i, t) in self.tokens.iter().enumerate() {
+            if t.sha256.len() != 64 || !t.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(format!("tokens[{i}].sha256 must be 64 hex digits"));
+            }
+            if !valid_tenant(&t.tenant) {
+                return Err(format!(
+                    "tokens[{i}].tenant `{}` must match (anon:)?[A-Za-z0-9._~-]{{1,128}}",
+                    t.tenant
+                ));
+            }
+            if t.principal.is_empty() {
+                return Err(format!("tokens[{i}].principal must not be empty"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The hex SHA-256 of a token, as `serve.toml` stores it.
+pub fn token_sha256(token: &str) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(token.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_validates() {
+        let c = ServeConfig::from_toml(&format!(
+            "maxInFlight = 2\n[[tokens]]\nsha256 = \"{}\"\nprincipal = \"h\"\ntenant = \"acme\"\n",
+            token_sha256("t")
+        ));
+        assert!(matches!(c, Ok(ref c) if c.max_in_flight == 2 && c.tokens.len() == 1));
+        assert!(ServeConfig::from_toml("nope = 1").is_err());
+        assert!(ServeConfig::from_toml("maxInFlight = 0").is_err());
+        assert!(
+            ServeConfig::from_toml(
+                "[[tokens]]\nsha256 = \"ab\"\nprincipal = \"h\"\ntenant = \"acme\"\n"
+            )
+            .is_err()
+        );
+        assert!(valid_tenant("anon:local") && valid_tenant("a.b-c") && !valid_tenant("a/b"));
+    }
+}

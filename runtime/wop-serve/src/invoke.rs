@@ -1,0 +1,355 @@
+//! Running one node invocation for the MCP mount and the invoke API
+//! (`POST /host/wop/invocations`): idempotency, capacity, the response
+//! shape, and event streaming.
+
+use crate::api::{ApiError, authenticate, read_json};
+use crate::idem::{self, IdemError};
+use crate::state::AppState;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use wop_runtime::budget::{RunBounds, RunBudget};
+use wop_runtime::{Event, InvocationReport, InvokeRequest, Principal, RunContext};
+
+/// Where in a run, as far as the caller said.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Ctx {
+    pub run_id: Option<String>,
+    pub node_id: Option<String>,
+    pub attempt: Option<u32>,
+}
+
+/// One invocation to run.
+pub(crate) struct Run {
+    pub type_id: String,
+    pub inputs: Value,
+    pub config: Value,
+    pub ctx: Ctx,
+    pub budget: Option<RunBudget>,
+    pub bounds: Option<RunBounds>,
+    pub principal: Principal,
+    pub key: Option<String>,
+    /// What the idempotency digest covers.
+    pub request: Value,
+}
+
+/// `{invocationId, outcome, output|error|interrupt, events, usage}`.
+pub(crate) fn response(invocation_id: &str, report: &InvocationReport) -> Value {
+    let v = serde_json::to_value(report).unwrap_or_else(|e| {
+        json!({"outcome": {"outcome": "failed", "error": {"code": "internal_error",
+              "message": format!("the report could not be serialized: {e}")}}})
+    });
+    let mut out = Map::new();
+    out.insert("invocationId".into(), json!(invocation_id));
+    if let Some(Value::Object(o)) = v.get("outcome") {
+        for (k, val) in o {
+            out.insert(k.clone(), val.clone());
+        }
+    }
+    out.insert(
+        "events".into(),
+        v.get("events").cloned().unwrap_or(json!([])),
+    );
+    out.insert("usage".into(), v.get("usage").cloned().unwrap_or(json!({})));
+    Value::Object(out)
+}
+
+/// One server-sent event frame.
+pub(crate) fn frame(event: &str, data: &Value) -> Bytes {
+    Bytes::from(format!("event: {event}\ndata: {data}\n\n"))
+}
+
+fn event_frame(e: &Event) -> Bytes {
+    let v = serde_json::to_value(e).unwrap_or(Value::Null);
+    let name = v
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("event")
+        .to_owned();
+    frame(&name, &v)
+}
+
+/// Runs the invocation in its own task (a client that goes away does not
+/// cancel it half-way), holding `permit` until it ends. With `stream`,
+/// events are forwarded as SSE frames while the node runs.
+pub(crate) async fn run(
+    state: AppState,
+    run: Run,
+    permit: OwnedSemaphorePermit,
+    stream: Option<mpsc::UnboundedSender<Bytes>>,
+) -> Result<(Value, bool), IdemError> {
+    let task = tokio::spawn(async move {
+        let _permit = permit;
+        execute(state, run, stream).await
+    });
+    match task.await {
+        Ok(r) => r,
+        Err(e) => Err(IdemError::Store(format!("the invocation task failed: {e}"))),
+    }
+}
+
+async fn execute(
+    state: AppState,
+    run: Run,
+    stream: Option<mpsc::UnboundedSender<Bytes>>,
+) -> Result<(Value, bool), IdemError> {
+    let invocation_id = uuid::Uuid::new_v4().to_string();
+    let tenant = run.principal.tenant.clone();
+    let effect = run
+        .key
+        .as_deref()
+        .map(|k| idem::effect_id(&tenant, &run.type_id, k));
+    // With a key and no run id, the run id derives from the key so that
+    // the node's own tool calls (activity recipe) dedupe across retries too.
+    let run_id = run.ctx.run_id.clone().unwrap_or_else(|| match &effect {
+        Some(e) => format!("idem-{}", e.chars().take(22).collect::<String>()),
+        None => format!("inv-{invocation_id}"),
+    });
+    let node_id = run
+        .ctx
+        .node_id
+        .clone()
+        .unwrap_or_else(|| run.type_id.clone());
+    let attempt = run.ctx.attempt.unwrap_or(1);
+    let mut req = InvokeRequest::new(run.type_id.clone(), run.inputs);
+    req.config = run.config;
+    req.context = RunContext {
+        run_id: run_id.clone(),
+        node_id: node_id.clone(),
+        tenant_id: tenant.clone(),
+        attempt,
+    };
+    req.principal = run.principal.clone();
+    req.budget = run.budget;
+    req.bounds = run.bounds;
+    let (claim_run, claim_node) = (run_id.clone(), node_id.clone());
+    let st = state.clone();
+    let perform = move || async move {
+        let report = match stream {
+            None => st.rt.invoke(req).await,
+            Some(tx) => {
+                let mut sub = st.events.subscribe(&run_id, &node_id);
+                let fut = st.rt.invoke(req);
+                tokio::pin!(fut);
+                loop {
+                    tokio::select! {
+                        Some(ev) = sub.rx.recv() => { let _ = tx.send(event_frame(&ev)); }
+                        report = &mut fut => {
+                            while let Ok(ev) = sub.rx.try_recv() {
+                                let _ = tx.send(event_frame(&ev));
+                            }
+                            break report;
+                        }
+                    }
+                }
+            }
+        };
+        // A failed node is not recorded: a retry runs it again (its own
+        // tool calls are still guarded by the gate's effects).
+        let record = report.outcome.is_ok();
+        (response(&invocation_id, &report), record)
+    };
+    match &run.key {
+        Some(k) => {
+            idem::once(
+                &state,
+                &tenant,
+                &run.type_id,
+                k,
+                &run.request,
+                &claim_run,
+                &claim_node,
+                attempt,
+                perform,
+            )
+            .await
+        }
+        None => Ok((perform().await.0, false)),
+    }
+}
+
+/// The invoke API's body.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct InvokeBody {
+    type_id: String,
+    inputs: Value,
+    #[serde(default)]
+    config: Option<Value>,
+    #[serde(default)]
+    node_context: Option<NodeCtx>,
+    #[serde(default)]
+    budget: Option<RunBudget>,
+    #[serde(default)]
+    bounds: Option<RunBounds>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct NodeCtx {
+    #[serde(default)]
+    run_id: Option<String>,
+    #[serde(default)]
+    node_id: Option<String>,
+    #[serde(default)]
+    tenant_id: Option<String>,
+    #[serde(default)]
+    attempt: Option<u32>,
+}
+
+fn wants_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.to_ascii_lowercase().contains("text/event-stream"))
+}
+
+fn idem_error(e: &IdemError) -> ApiError {
+    let (code, message, details) = e.parts();
+    let status = match e {
+        IdemError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::CONFLICT,
+    };
+    let mut err = ApiError::new(status, code, message);
+    err.details = details;
+    err
+}
+
+fn id_ok(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 256 && !s.chars().any(char::is_control)
+}
+
+/// `POST /host/wop/invocations`.
+pub(crate) async fn post(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    match post_inner(state, headers, body).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn post_inner(state: AppState, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+    let principal = authenticate(&state, &headers)?;
+    let raw = read_json(&state, &headers, body)
+        .await
+        .map_err(|e| e.into_api())?;
+    let b: InvokeBody = serde_json::from_value(raw.clone())
+        .map_err(|e| ApiError::validation(format!("invalid invocation: {e}")))?;
+    let ctx = b.node_context.unwrap_or(NodeCtx {
+        run_id: None,
+        node_id: None,
+        tenant_id: None,
+        attempt: None,
+    });
+    if let Some(t) = &ctx.tenant_id
+        && t != &principal.tenant
+    {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "nodeContext.tenantId is not the caller's tenant",
+        )
+        .details(json!({"scope": "tenant"})));
+    }
+    for (name, v) in [("runId", &ctx.run_id), ("nodeId", &ctx.node_id)] {
+        if let Some(v) = v
+            && !id_ok(v)
+        {
+            return Err(ApiError::validation(format!(
+                "nodeContext.{name} must be 1 to 256 characters without control characters"
+            )));
+        }
+    }
+    if ctx.attempt == Some(0) {
+        return Err(ApiError::validation("nodeContext.attempt starts at 1"));
+    }
+    if state.node_for(&b.type_id, &principal).is_none() {
+        return Err(ApiError::not_found("typeId", &b.type_id));
+    }
+    let key = match headers.get("idempotency-key") {
+        None => None,
+        Some(v) => match v.to_str() {
+            Ok(k) if !k.is_empty() && k.len() <= 256 => Some(k.to_owned()),
+            _ => {
+                return Err(ApiError::validation(
+                    "Idempotency-Key must be 1 to 256 visible ASCII characters",
+                ));
+            }
+        },
+    };
+    let permit = state
+        .permits
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| ApiError::busy(state.cfg.retry_after_secs))?;
+    let run = Run {
+        type_id: b.type_id,
+        inputs: b.inputs,
+        config: b.config.unwrap_or_else(|| json!({})),
+        ctx: Ctx {
+            run_id: ctx.run_id,
+            node_id: ctx.node_id,
+            attempt: ctx.attempt,
+        },
+        budget: b.budget,
+        bounds: b.bounds,
+        principal,
+        key,
+        request: raw,
+    };
+    if wants_stream(&headers) {
+        let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
+        tokio::spawn(async move {
+            match self::run(state, run, permit, Some(tx.clone())).await {
+                Ok((resp, replayed)) => {
+                    if replayed && let Some(Value::Array(events)) = resp.get("events") {
+                        for e in events {
+                            let name = e.get("type").and_then(Value::as_str).unwrap_or("event");
+                            let _ = tx.send(frame(name, e));
+                        }
+                    }
+                    let mut resp = resp;
+                    resp["replayed"] = json!(replayed);
+                    let _ = tx.send(frame("outcome", &resp));
+                }
+                Err(e) => {
+                    let (code, message, details) = e.parts();
+                    let _ = tx.send(frame(
+                        "error",
+                        &json!({"error": code, "message": message, "details": details}),
+                    ));
+                }
+            }
+        });
+        let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+            rx.recv()
+                .await
+                .map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
+        });
+        let mut r = Response::new(Body::from_stream(stream));
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        r.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        return Ok(r);
+    }
+    let (resp, replayed) = self::run(state, run, permit, None)
+        .await
+        .map_err(|e| idem_error(&e))?;
+    let mut r = (StatusCode::OK, axum::Json(resp)).into_response();
+    if replayed {
+        r.headers_mut()
+            .insert("idempotent-replayed", HeaderValue::from_static("true"));
+    }
+    Ok(r)
+}

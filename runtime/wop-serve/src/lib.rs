@@ -1,0 +1,36 @@
+//! # wop-serve
+//!
+//! The executor service: attaches `wop` to a workflow host over HTTP.
+//!
+//! - `POST /mcp`: a stateless MCP server mount (Streamable HTTP, one
+//!   `application/json` answer per POST), one tool per loaded node type.
+//! - `POST /host/wop/invocations`: the invoke API (JSON, or
+//!   `text/event-stream` with events as they arrive).
+//! - `GET /.well-known/openwop`, `/tools`, `/tools/{toolId}`,
+//!   `/runs/{runId}/effects`, `/host/wop/usage`, `/healthz`.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), wop_serve::ServeError> {
+//! let mut opts = wop_serve::ServeOptions::new("127.0.0.1:8787".parse().unwrap_or_else(|_| unreachable!()));
+//! opts.packs_dir("packs").memory_store();
+//! wop_serve::serve(opts, async { let _ = tokio::signal::ctrl_c().await; }).await
+//! # }
+//! ```
+//!
+//! Server settings (tokens, limits, anonymous loopback) are a
+//! [`ServeConfig`] (`serve.toml`); the operator policy stays a
+//! [`wop_runtime::Policy`]. See the crate README.
+
+mod api;
+pub mod config;
+mod idem;
+mod invoke;
+mod mcp;
+mod routes;
+mod server;
+mod state;
+
+pub use config::{ServeConfig, TokenEntry, token_sha256};
+pub use mcp::{PREFERRED as MCP_PREFERRED_VERSION, REVISIONS as MCP_REVISIONS};
+pub use routes::{OPENWOP_VERSION, OPERATOR_SCOPE};
+pub use server::{ServeError, ServeOptions, Server, StoreChoice, serve};

@@ -1,0 +1,589 @@
+//! `POST /mcp`: a stateless MCP Streamable HTTP server with one tool per
+//! loaded node type. Every request gets one `application/json` JSON-RPC
+//! object, whatever the client's `Accept` (decision 0008); no session is
+//! minted and an incoming `Mcp-Session-Id` is ignored.
+//!
+//! Revisions: `initialize` naming 2024-11-05, 2025-03-26, 2025-06-18 or
+//! 2025-11-25 is echoed (anything else is answered with 2025-11-25).
+//! 2026-07-28 is served statelessly: `server/discover`, the protocol
+//! version in `params._meta` (it must equal the `MCP-Protocol-Version`
+//! header: `-32020`; an unknown revision: `-32022`), results carrying
+//! `resultType`.
+
+use crate::api::{ApiError, JsonBodyError, authenticate, read_json};
+use crate::invoke::{self, Ctx, Run};
+use crate::state::{AppState, NodeInfo};
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use rmcp::model::{DiscoverResult, Implementation, ProtocolVersion, ServerCapabilities};
+use serde_json::{Map, Value, json};
+use wop_runtime::Principal;
+use wop_runtime::tools::SafetyTier;
+
+/// Revisions served, oldest first.
+pub const REVISIONS: [&str; 5] = [
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+];
+/// The revision preferred for new clients.
+pub const PREFERRED: &str = "2026-07-28";
+/// The newest revision negotiated with `initialize`.
+const LATEST_INITIALIZE: &str = "2025-11-25";
+/// The first stateless revision.
+const STATELESS: &str = "2026-07-28";
+
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_IDEMPOTENCY: &str = "dev.openwop/idempotencyKey";
+const META_RUN: &str = "dev.openwop/runId";
+const META_NODE: &str = "dev.openwop/nodeId";
+const META_ATTEMPT: &str = "dev.openwop/attempt";
+const HEADER_VERSION: &str = "mcp-protocol-version";
+const HEADER_METHOD: &str = "mcp-method";
+
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+const HEADER_MISMATCH: i64 = -32020;
+const UNSUPPORTED_VERSION: i64 = -32022;
+
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    let mut r = (status, axum::Json(body)).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn rpc_error(
+    status: StatusCode,
+    id: Value,
+    code: i64,
+    message: &str,
+    data: Option<Value>,
+) -> Response {
+    let mut err = json!({"code": code, "message": message});
+    if let Some(d) = data {
+        err["data"] = d;
+    }
+    json_response(status, &json!({"jsonrpc": "2.0", "id": id, "error": err}))
+}
+
+/// `GET`/`DELETE /mcp` (and anything but POST): `405` + `Allow: POST`.
+pub(crate) async fn not_allowed() -> Response {
+    let mut r = ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this MCP server is stateless: only POST is served",
+    )
+    .into_response();
+    r.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST"));
+    r
+}
+
+/// What one request negotiated.
+struct Req<'a> {
+    id: Value,
+    method: &'a str,
+    params: &'a Map<String, Value>,
+    /// 2026-07-28 per-request protocol fields.
+    modern: bool,
+}
+
+/// `POST /mcp`.
+pub(crate) async fn post(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let principal = match authenticate(&state, &headers) {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    let msg = match read_json(&state, &headers, body).await {
+        Ok(v) => v,
+        Err(JsonBodyError::Http(e)) => return e.into_response(),
+        Err(JsonBodyError::Depth(e)) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                Value::Null,
+                INVALID_REQUEST,
+                &e.message,
+                Some(json!({"error": e.code, "details": e.details})),
+            );
+        }
+        Err(JsonBodyError::Parse(e)) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                Value::Null,
+                PARSE_ERROR,
+                &e.message,
+                Some(json!({"error": e.code})),
+            );
+        }
+    };
+    let Value::Object(obj) = &msg else {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            INVALID_REQUEST,
+            "expected one JSON-RPC request object (batches are not supported)",
+            None,
+        );
+    };
+    let id = obj.get("id").cloned().unwrap_or(Value::Null);
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            id,
+            INVALID_REQUEST,
+            "jsonrpc must be \"2.0\"",
+            None,
+        );
+    }
+    let Some(method) = obj.get("method").and_then(Value::as_str) else {
+        // A response or error from the client: nothing to answer.
+        return StatusCode::ACCEPTED.into_response();
+    };
+    if id.is_null() {
+        // A notification (`notifications/initialized`, ...): accepted.
+        return StatusCode::ACCEPTED.into_response();
+    }
+    let empty = Map::new();
+    let params = match obj.get("params") {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(p)) => p,
+        Some(_) => {
+            return rpc_error(
+                StatusCode::OK,
+                id,
+                INVALID_PARAMS,
+                "params must be an object",
+                None,
+            );
+        }
+    };
+    let modern = match negotiate(&headers, method, params) {
+        Ok(m) => m,
+        Err((code, message, data)) => {
+            return rpc_error(StatusCode::BAD_REQUEST, id, code, &message, data);
+        }
+    };
+    let req = Req {
+        id,
+        method,
+        params,
+        modern,
+    };
+    dispatch(&state, &principal, req).await
+}
+
+type Refusal = (i64, String, Option<Value>);
+
+fn unsupported(requested: &str) -> Refusal {
+    (
+        UNSUPPORTED_VERSION,
+        "Unsupported protocol version".into(),
+        Some(json!({"requested": requested, "supported": REVISIONS})),
+    )
+}
+
+/// Checks the per-request protocol fields; `Ok(true)` for a 2026-07-28
+/// request.
+fn negotiate(
+    headers: &HeaderMap,
+    method: &str,
+    params: &Map<String, Value>,
+) -> Result<bool, Refusal> {
+    let header_version = headers.get(HEADER_VERSION).and_then(|v| v.to_str().ok());
+    if let Some(h) = headers.get(HEADER_METHOD).and_then(|v| v.to_str().ok())
+        && h != method
+    {
+        return Err((
+            HEADER_MISMATCH,
+            format!("Mcp-Method header ({h}) does not match the request method ({method})"),
+            None,
+        ));
+    }
+    if method == "initialize" {
+        return Ok(false);
+    }
+    let meta_version = params
+        .get("_meta")
+        .and_then(|m| m.get(META_VERSION))
+        .and_then(Value::as_str);
+    match (meta_version, header_version) {
+        (Some(m), None) => Err((
+            HEADER_MISMATCH,
+            format!("request _meta protocolVersion ({m}) requires the MCP-Protocol-Version header"),
+            None,
+        )),
+        (Some(m), Some(h)) if m != h => Err((
+            HEADER_MISMATCH,
+            format!(
+                "MCP-Protocol-Version header ({h}) does not match request _meta protocolVersion ({m})"
+            ),
+            None,
+        )),
+        (Some(m), Some(_)) => {
+            if !REVISIONS.contains(&m) {
+                return Err(unsupported(m));
+            }
+            Ok(m >= STATELESS)
+        }
+        (None, Some(h)) => {
+            if !REVISIONS.contains(&h) {
+                return Err(unsupported(h));
+            }
+            if h >= STATELESS && method != "server/discover" {
+                return Err((
+                    INVALID_PARAMS,
+                    "Invalid params: request requires protocolVersion in request _meta".into(),
+                    None,
+                ));
+            }
+            Ok(h >= STATELESS)
+        }
+        // No header: 2025-03-26 (a `server/discover` is answered anyway).
+        (None, None) => Ok(method == "server/discover"),
+    }
+}
+
+fn ok(req: &Req<'_>, mut result: Value) -> Response {
+    if req.modern
+        && let Value::Object(m) = &mut result
+    {
+        m.insert("resultType".into(), json!("complete"));
+    }
+    json_response(
+        StatusCode::OK,
+        &json!({"jsonrpc": "2.0", "id": req.id, "result": result}),
+    )
+}
+
+fn server_info() -> Value {
+    json!({"name": "wop-serve", "title": "wop executor", "version": env!("CARGO_PKG_VERSION")})
+}
+
+fn discover() -> Value {
+    let versions = REVISIONS
+        .iter()
+        .map(|v| {
+            ProtocolVersion::KNOWN_VERSIONS
+                .iter()
+                .find(|k| k.as_str() == *v)
+                .cloned()
+        })
+        .collect::<Option<Vec<_>>>()
+        .unwrap_or_default();
+    let caps: ServerCapabilities =
+        serde_json::from_value(json!({"tools": {"listChanged": false}})).unwrap_or_default();
+    let mut r = DiscoverResult::new(versions, caps);
+    r.set_server_info(Implementation::new("wop-serve", env!("CARGO_PKG_VERSION")));
+    serde_json::to_value(r).unwrap_or_else(|_| {
+        json!({"resultType": "complete", "supportedVersions": REVISIONS,
+               "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",
+               "_meta": {"io.modelcontextprotocol/serverInfo": server_info()}})
+    })
+}
+
+/// MCP tool annotations from the operator's tier (hints only).
+fn annotations(tier: SafetyTier) -> Value {
+    match tier {
+        SafetyTier::Pure => {
+            json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+        }
+        SafetyTier::Read => {
+            json!({"readOnlyHint": true, "destructiveHint": false, "openWorldHint": true})
+        }
+        SafetyTier::Write => {
+            json!({"readOnlyHint": false, "destructiveHint": true, "openWorldHint": true})
+        }
+        SafetyTier::Exec => {
+            json!({"readOnlyHint": false, "destructiveHint": true, "openWorldHint": true})
+        }
+    }
+}
+
+fn tool_json(type_id: &str, n: &NodeInfo) -> Value {
+    let mut t = json!({
+        "name": type_id,
+        "inputSchema": n.input_schema,
+        "_meta": {"dev.openwop/pack": n.pack},
+    });
+    if let Some(title) = &n.title {
+        t["title"] = json!(title);
+    }
+    if let Some(d) = &n.description {
+        t["description"] = json!(d);
+    }
+    if let Some(tier) = n.tier {
+        t["annotations"] = annotations(tier);
+    }
+    t
+}
+
+async fn dispatch(state: &AppState, principal: &Principal, req: Req<'_>) -> Response {
+    match req.method {
+        "initialize" => {
+            let asked = req
+                .params
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("2025-03-26");
+            let version = if REVISIONS.contains(&asked) && asked < STATELESS {
+                asked
+            } else {
+                LATEST_INITIALIZE
+            };
+            ok(
+                &req,
+                json!({
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {"listChanged": false}},
+                    "serverInfo": server_info(),
+                    "instructions": "Each tool runs one OpenWOP node type in a fresh WebAssembly sandbox. Put an idempotency key in params._meta[\"dev.openwop/idempotencyKey\"] to run an invocation at most once.",
+                }),
+            )
+        }
+        "server/discover" => ok(&req, discover()),
+        "ping" => ok(&req, json!({})),
+        "tools/list" => {
+            let tools: Vec<Value> = state
+                .nodes
+                .iter()
+                .filter(|(_, n)| n.allows(principal))
+                .map(|(id, n)| tool_json(id, n))
+                .collect();
+            ok(&req, json!({"tools": tools}))
+        }
+        "tools/call" => call(state, principal, &req).await,
+        m => {
+            let status = if req.modern {
+                StatusCode::NOT_FOUND
+            } else {
+                StatusCode::OK
+            };
+            rpc_error(
+                status,
+                req.id.clone(),
+                METHOD_NOT_FOUND,
+                &format!("Method not found: {m}"),
+                None,
+            )
+        }
+    }
+}
+
+fn tool_error(code: &str, message: &str, details: Option<Value>) -> Value {
+    let err =
+        json!({"code": code, "message": message, "details": details.unwrap_or_else(|| json!({}))});
+    json!({
+        "content": [{"type": "text", "text": err.to_string()}],
+        "structuredContent": err,
+        "isError": true,
+    })
+}
+
+/// The MCP result of an invocation response (see [`invoke::response`]).
+fn tool_result(resp: &Value) -> Value {
+    let mut r = match resp.get("outcome").and_then(Value::as_str) {
+        Some("completed") => {
+            let output = resp.get("output").cloned().unwrap_or(Value::Null);
+            let mut r = json!({
+                "content": [{"type": "text", "text": output.to_string()}],
+                "isError": false,
+            });
+            if output.is_object() {
+                r["structuredContent"] = output;
+            }
+            r
+        }
+        Some("suspended") => {
+            let s = json!({"outcome": "suspended", "interrupt": resp.get("interrupt")});
+            json!({"content": [{"type": "text", "text": s.to_string()}], "structuredContent": s, "isError": false})
+        }
+        _ => {
+            let e = resp.get("error").cloned().unwrap_or(Value::Null);
+            tool_error(
+                e.get("code")
+                    .and_then(Value::as_str)
+                    .unwrap_or("internal_error"),
+                e.get("message").and_then(Value::as_str).unwrap_or(""),
+                e.get("details").cloned(),
+            )
+        }
+    };
+    r["_meta"] = json!({"dev.openwop/invocationId": resp.get("invocationId")});
+    r
+}
+
+async fn call(state: &AppState, principal: &Principal, req: &Req<'_>) -> Response {
+    let Some(name) = req.params.get("name").and_then(Value::as_str) else {
+        return rpc_error(
+            StatusCode::OK,
+            req.id.clone(),
+            INVALID_PARAMS,
+            "params.name (the tool) is required",
+            None,
+        );
+    };
+    if state.node_for(name, principal).is_none() {
+        return rpc_error(
+            StatusCode::OK,
+            req.id.clone(),
+            INVALID_PARAMS,
+            &format!("Unknown tool: {name}"),
+            None,
+        );
+    }
+    let arguments = match req.params.get("arguments") {
+        None | Some(Value::Null) => json!({}),
+        Some(a @ Value::Object(_)) => a.clone(),
+        Some(_) => {
+            return ok(
+                req,
+                tool_error("validation_error", "arguments must be a JSON object", None),
+            );
+        }
+    };
+    let meta = req.params.get("_meta").and_then(Value::as_object);
+    let get = |k: &str| meta.and_then(|m| m.get(k));
+    let key = match get(META_IDEMPOTENCY) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(k)) if !k.is_empty() && k.len() <= 256 => Some(k.clone()),
+        Some(_) => {
+            return ok(
+                req,
+                tool_error(
+                    "validation_error",
+                    "_meta dev.openwop/idempotencyKey must be a string of 1 to 256 characters",
+                    None,
+                ),
+            );
+        }
+    };
+    let ctx = Ctx {
+        run_id: get(META_RUN).and_then(Value::as_str).map(str::to_owned),
+        node_id: get(META_NODE).and_then(Value::as_str).map(str::to_owned),
+        attempt: get(META_ATTEMPT)
+            .and_then(Value::as_u64)
+            .and_then(|a| u32::try_from(a).ok()),
+    };
+    let permit = match state.permits.clone().try_acquire_owned() {
+        Ok(p) => p,
+        Err(_) => return ApiError::busy(state.cfg.retry_after_secs).into_response(),
+    };
+    let run = Run {
+        type_id: name.to_owned(),
+        inputs: arguments.clone(),
+        config: json!({}),
+        ctx,
+        budget: None,
+        bounds: None,
+        principal: principal.clone(),
+        key,
+        // The digest covers what the caller asked for.
+        request: json!({"name": name, "arguments": arguments}),
+    };
+    match invoke::run(state.clone(), run, permit, None).await {
+        Ok((resp, _replayed)) => ok(req, tool_result(&resp)),
+        Err(e) => {
+            let (code, message, details) = e.parts();
+            ok(req, tool_error(code, &message, details))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut m = HeaderMap::new();
+        for (k, v) in pairs {
+            m.insert(*k, HeaderValue::from_static(v));
+        }
+        m
+    }
+
+    #[test]
+    fn negotiation_table() {
+        let meta = |v: &str| {
+            let mut p = Map::new();
+            p.insert("_meta".into(), json!({META_VERSION: v}));
+            p
+        };
+        let none = Map::new();
+        assert_eq!(negotiate(&h(&[]), "tools/call", &none), Ok(false));
+        assert_eq!(negotiate(&h(&[]), "server/discover", &none), Ok(true));
+        assert_eq!(
+            negotiate(
+                &h(&[(HEADER_VERSION, "2026-07-28")]),
+                "tools/list",
+                &meta("2026-07-28")
+            ),
+            Ok(true)
+        );
+        assert_eq!(
+            negotiate(&h(&[(HEADER_VERSION, "2025-06-18")]), "tools/list", &none),
+            Ok(false)
+        );
+        let code = |r: Result<bool, Refusal>| r.err().map(|e| e.0);
+        assert_eq!(
+            code(negotiate(
+                &h(&[(HEADER_VERSION, "2025-11-25")]),
+                "tools/list",
+                &meta("2026-07-28")
+            )),
+            Some(HEADER_MISMATCH)
+        );
+        assert_eq!(
+            code(negotiate(&h(&[]), "tools/list", &meta("2026-07-28"))),
+            Some(HEADER_MISMATCH)
+        );
+        assert_eq!(
+            code(negotiate(
+                &h(&[(HEADER_VERSION, "2099-01-01")]),
+                "tools/list",
+                &meta("2099-01-01")
+            )),
+            Some(UNSUPPORTED_VERSION)
+        );
+        assert_eq!(
+            code(negotiate(
+                &h(&[(HEADER_VERSION, "2099-01-01")]),
+                "tools/list",
+                &none
+            )),
+            Some(UNSUPPORTED_VERSION)
+        );
+        assert_eq!(
+            code(negotiate(
+                &h(&[(HEADER_METHOD, "tools/list")]),
+                "tools/call",
+                &none
+            )),
+            Some(HEADER_MISMATCH)
+        );
+        assert_eq!(
+            negotiate(&h(&[(HEADER_VERSION, "2099-01-01")]), "initialize", &none),
+            Ok(false)
+        );
+    }
+
+    #[test]
+    fn discover_names_every_revision() {
+        let d = discover();
+        assert_eq!(d["supportedVersions"], json!(REVISIONS));
+        assert_eq!(d["resultType"], "complete");
+        assert!(d["capabilities"]["tools"].is_object());
+    }
+}

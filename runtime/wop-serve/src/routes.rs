@@ -1,0 +1,292 @@
+//! The read routes: discovery, the tool catalog, a run's effects, usage,
+//! health; and the router that mounts everything.
+
+use crate::api::{ApiError, authenticate};
+use crate::state::AppState;
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, post};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The `OpenWOP-Version` header value.
+pub const OPENWOP_VERSION: &str = "1.0";
+
+/// Every route.
+pub(crate) fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/.well-known/openwop", get(well_known))
+        .route("/healthz", get(healthz))
+        .route(
+            "/mcp",
+            post(crate::mcp::post).fallback(any(crate::mcp::not_allowed)),
+        )
+        .route("/tools", get(tools))
+        .route("/tools/{tool_id}", get(tool))
+        .route("/runs/{run_id}/effects", get(effects))
+        .route("/host/wop/invocations", post(crate::invoke::post))
+        .route("/host/wop/usage", get(usage))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+}
+
+async fn not_found() -> Response {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route").into_response()
+}
+
+async fn method_not_allowed() -> Response {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not serve that method",
+    )
+    .into_response()
+}
+
+fn versioned(mut r: Response) -> Response {
+    r.headers_mut()
+        .insert("openwop-version", HeaderValue::from_static(OPENWOP_VERSION));
+    r
+}
+
+async fn well_known(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let etag = HeaderValue::from_str(&state.etag).unwrap_or(HeaderValue::from_static("\"0\""));
+    let matches = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(',').any(|t| {
+                let t = t.trim();
+                t == "*" || t.trim_start_matches("W/") == state.etag
+            })
+        });
+    let mut r = if matches {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (StatusCode::OK, axum::Json(state.capability_doc.clone())).into_response()
+    };
+    r.headers_mut().insert(header::ETAG, etag);
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    versioned(r)
+}
+
+async fn healthz(State(state): State<AppState>) -> Response {
+    (StatusCode::OK, axum::Json(state.health())).into_response()
+}
+
+async fn tools(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let p = match authenticate(&state, &headers) {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    let tools = state.rt.catalog(&p, &p.tenant);
+    versioned((StatusCode::OK, axum::Json(json!({"tools": tools}))).into_response())
+}
+
+async fn tool(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(tool_id): Path<String>,
+) -> Response {
+    let p = match authenticate(&state, &headers) {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    match state.rt.gate().describe(&p, &p.tenant, &tool_id) {
+        Ok(d) => versioned((StatusCode::OK, axum::Json(d)).into_response()),
+        // Unknown and unauthorized give the same body.
+        Err(_) => ApiError::not_found("toolId", &tool_id).into_response(),
+    }
+}
+
+/// RFC 3339 (UTC) of milliseconds since the epoch.
+pub(crate) fn rfc3339(ms: u64) -> String {
+    let nanos = i128::from(ms) * 1_000_000;
+    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_owned())
+}
+
+/// A run id from a path segment: `~2F` (and, already decoded by the
+/// router, `%2F`) stand for `/`.
+pub(crate) fn decode_run_id(raw: &str) -> String {
+    raw.replace("~2F", "/").replace("~2f", "/")
+}
+
+async fn effects(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+) -> Response {
+    let p = match authenticate(&state, &headers) {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    let run_id = decode_run_id(&raw);
+    let list = match state.rt.effects(&run_id).await {
+        Ok(l) => l,
+        Err(e) => return ApiError::internal(format!("effect store: {e}")).into_response(),
+    };
+    let store = state.rt.gate().effects();
+    let mut out = Vec::new();
+    for s in list {
+        // Only the caller's tenant's effects; never payloads.
+        let rec = match store.get(&s.effect_id).await {
+            Ok(Some(r)) => r,
+            Ok(None) => continue,
+            Err(e) => return ApiError::internal(format!("effect store: {e}")).into_response(),
+        };
+        if rec.tenant_id != p.tenant {
+            continue;
+        }
+        out.push(json!({
+            "effectId": format!("{}/{}", rec.tenant_id, s.effect_id),
+            "nodeId": s.node_id,
+            "attempt": s.attempt,
+            "keying": s.keying,
+            "providerKey": rec.tool_id,
+            "state": s.state,
+            "at": rfc3339(s.at),
+        }));
+    }
+    versioned(
+        (
+            StatusCode::OK,
+            axum::Json(json!({"runId": run_id, "effects": out})),
+        )
+            .into_response(),
+    )
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UsageQuery {
+    run: Option<String>,
+    pack: Option<String>,
+}
+
+/// The scope that may read usage across tenants (no `run`).
+pub const OPERATOR_SCOPE: &str = "wop.operator";
+
+async fn usage(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    q: Result<Query<UsageQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let p = match authenticate(&state, &headers) {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    let Ok(Query(q)) = q else {
+        return ApiError::validation("query parameters: run, pack").into_response();
+    };
+    match &q.run {
+        Some(run) => {
+            // A run's usage is visible to its tenant only.
+            let records = match state.rt.usage(Some(run), None).await {
+                Ok(r) => r,
+                Err(e) => return ApiError::internal(format!("usage: {e}")).into_response(),
+            };
+            if records.is_empty() || records.iter().any(|u| u.tenant_id != p.tenant) {
+                return ApiError::not_found("run", run).into_response();
+            }
+        }
+        None if !p.scopes.iter().any(|s| s == OPERATOR_SCOPE) => {
+            return ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                format!("usage across runs needs the `{OPERATOR_SCOPE}` scope; pass ?run="),
+            )
+            .details(json!({"scope": OPERATOR_SCOPE}))
+            .into_response();
+        }
+        None => {}
+    }
+    match state
+        .rt
+        .usage_rollup(q.run.as_deref(), q.pack.as_deref())
+        .await
+    {
+        Ok((runs, packs)) => versioned(
+            (
+                StatusCode::OK,
+                axum::Json(json!({"run": q.run, "pack": q.pack, "runs": runs, "packs": packs})),
+            )
+                .into_response(),
+        ),
+        Err(e) => ApiError::internal(format!("usage: {e}")).into_response(),
+    }
+}
+
+/// The capability document: the runtime's plus the server's families.
+pub(crate) fn capability_doc(rt: &wop_runtime::Runtime, refreshed_at: &str) -> Value {
+    let mut doc = serde_json::to_value(rt.capabilities()).unwrap_or_else(|_| json!({}));
+    let family = |v: &mut Value| {
+        if let Value::Object(m) = v {
+            // Presence is the claim.
+            m.remove("supported");
+            m.insert("status".into(), json!("experimental"));
+            m.insert("since".into(), json!("2026-11-30"));
+            m.insert("until".into(), json!("2027-11-30"));
+            m.insert("witness".into(), json!("runtime/wop-serve/tests"));
+        }
+    };
+    if let Some(Value::Object(rts)) = doc.get_mut("nodePackRuntimes") {
+        for (_, v) in rts.iter_mut() {
+            family(v);
+        }
+    }
+    if let Some(s) = doc.get_mut("sandbox") {
+        family(s);
+    }
+    let mut mcp = json!({
+        "revisions": crate::mcp::REVISIONS,
+        "preferredVersion": crate::mcp::PREFERRED,
+        "minimumRevision": crate::mcp::REVISIONS[0],
+        "refreshedAt": refreshed_at,
+        "serverMount": {"path": "/mcp", "transports": ["streamable-http"], "stateless": true},
+        "client": true,
+    });
+    family(&mut mcp);
+    let mut catalog =
+        json!({"path": "/tools", "sources": ["node-pack", "connector", "host-extension"]});
+    family(&mut catalog);
+    let mut idem = json!({
+        "mcpMetaKey": "dev.openwop/idempotencyKey",
+        "header": "Idempotency-Key",
+        "effectsPath": "/runs/{runId}/effects",
+        "retentionDays": rt.policy().effects.retention_days.unwrap_or(14).max(14),
+    });
+    family(&mut idem);
+    if let Value::Object(m) = &mut doc {
+        m.insert("openwopVersion".into(), json!(OPENWOP_VERSION));
+        m.insert(
+            "implementation".into(),
+            json!({"name": "wop", "version": env!("CARGO_PKG_VERSION")}),
+        );
+        m.insert("mcp".into(), mcp);
+        m.insert("toolCatalog".into(), catalog);
+        m.insert("idempotency".into(), idem);
+    }
+    doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_and_run_ids() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_764_460_800_123), "2025-11-30T00:00:00.123Z");
+        assert_eq!(decode_run_id("a~2Fb~2fc"), "a/b/c");
+    }
+}

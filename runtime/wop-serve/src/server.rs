@@ -1,0 +1,404 @@
+//! Start-up (runtime, store, packs), the accept loop and graceful drain.
+
+use crate::config::{ServeConfig, valid_tenant};
+use crate::state::{EventRouter, NodeInfo, Shared};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use wop_runtime::store::KvStore;
+use wop_runtime::tools::RegisteredTool;
+use wop_runtime::{Policy, Principal, Runtime, RuntimeConfig};
+
+/// Where effect claims, recorded responses and usage live.
+#[derive(Clone)]
+pub enum StoreChoice {
+    /// A sled directory or a `postgres://` URL (`wop_runtime::store::open`).
+    Spec(String),
+    /// In memory: lost at exit (tests, benchmarks).
+    Memory,
+    /// A store the embedder built.
+    Custom(Arc<dyn KvStore>),
+}
+
+/// Everything [`serve`] needs. Builder setters document their defaults.
+#[derive(Clone)]
+pub struct ServeOptions {
+    listen: SocketAddr,
+    policy: Policy,
+    packs_dir: Option<PathBuf>,
+    store: StoreChoice,
+    cache_dir: Option<PathBuf>,
+    config: ServeConfig,
+    executor_id: Option<String>,
+    tools: Vec<RegisteredTool>,
+}
+
+impl ServeOptions {
+    /// Options listening on `listen`, with the default policy, no packs,
+    /// an in-memory store and the default [`ServeConfig`] (no tokens).
+    pub fn new(listen: SocketAddr) -> Self {
+        Self {
+            listen,
+            policy: Policy::default(),
+            packs_dir: None,
+            store: StoreChoice::Memory,
+            cache_dir: None,
+            config: ServeConfig::default(),
+            executor_id: None,
+            tools: Vec::new(),
+        }
+    }
+
+    /// The operator policy. Default: `Policy::default()`.
+    pub fn policy(&mut self, policy: Policy) -> &mut Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Loads every pack under `dir` at start (each subdirectory, and each
+    /// bare `.wasm` file). Default: none.
+    pub fn packs_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.packs_dir = Some(dir.into());
+        self
+    }
+
+    /// The effect store. Default: in memory.
+    pub fn store(&mut self, store: StoreChoice) -> &mut Self {
+        self.store = store;
+        self
+    }
+
+    /// Shorthand for [`StoreChoice::Memory`].
+    pub fn memory_store(&mut self) -> &mut Self {
+        self.store = StoreChoice::Memory;
+        self
+    }
+
+    /// The compile cache directory. Default: none (memory only).
+    pub fn cache_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Server settings. Default: [`ServeConfig::default`].
+    pub fn config(&mut self, config: ServeConfig) -> &mut Self {
+        self.config = config;
+        self
+    }
+
+    /// This executor's id in effect claims. Default: the runtime's.
+    pub fn executor_id(&mut self, id: impl Into<String>) -> &mut Self {
+        self.executor_id = Some(id.into());
+        self
+    }
+
+    /// Registers an embedder tool (`host-extension`). Default: none.
+    pub fn tool(&mut self, tool: RegisteredTool) -> &mut Self {
+        self.tools.push(tool);
+        self
+    }
+}
+
+/// Why the server could not start or run.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Invalid settings (anonymous mode on a non-loopback address, ...).
+    #[error("configuration: {0}")]
+    Config(String),
+    /// The runtime could not be built.
+    #[error("runtime: {0}")]
+    Runtime(String),
+    /// The effect store could not be opened.
+    #[error("store: {0}")]
+    Store(String),
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// A bound server, not yet accepting. [`Server::local_addr`] gives the
+/// port when listening on port 0.
+pub struct Server {
+    listener: TcpListener,
+    state: crate::state::AppState,
+}
+
+/// Starts the server and runs it until `shutdown` completes, then stops
+/// accepting, lets in-flight requests finish (up to `drainTimeoutMs`) and
+/// returns.
+pub async fn serve(
+    opts: ServeOptions,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServeError> {
+    Server::bind(opts).await?.run(shutdown).await
+}
+
+fn node_infos(
+    policy: &Policy,
+    dirs: &[(PathBuf, Vec<String>, String)],
+) -> BTreeMap<String, NodeInfo> {
+    let mut out = BTreeMap::new();
+    for (dir, type_ids, pack) in dirs {
+        let manifest: Value = std::fs::read(dir.join("pack.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(Value::Null);
+        for t in type_ids {
+            let decl = manifest
+                .get("nodes")
+                .and_then(Value::as_array)
+                .and_then(|n| {
+                    n.iter()
+                        .find(|n| n.get("typeId").and_then(Value::as_str) == Some(t))
+                });
+            let text = |k: &str| {
+                decl.and_then(|d| d.get(k))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            };
+            let mut info = NodeInfo {
+                pack: pack.clone(),
+                title: text("title"),
+                description: text("description"),
+                input_schema: decl
+                    .and_then(|d| d.get("inputSchema"))
+                    .filter(|s| s.is_object())
+                    .cloned()
+                    .unwrap_or_else(|| json!({"type": "object"})),
+                tier: None,
+                scopes: Vec::new(),
+                tenants: None,
+            };
+            // The operator's record of this node type, if any.
+            if let Some(spec) = policy
+                .tools
+                .iter()
+                .find(|s| s.pack_type.as_deref() == Some(t))
+            {
+                info.tier = Some(spec.safety_tier);
+                info.scopes = spec.scopes.clone();
+                info.tenants = spec.tenants.clone();
+                if spec.title.is_some() {
+                    info.title = spec.title.clone();
+                }
+                if spec.description.is_some() {
+                    info.description = spec.description.clone();
+                }
+                if let Some(s) = spec.input_schema.as_ref().filter(|s| s.is_object()) {
+                    info.input_schema = s.clone();
+                }
+            }
+            out.insert(t.clone(), info);
+        }
+    }
+    out
+}
+
+/// The pack candidates under `dir`: subdirectories and bare `.wasm` files.
+fn pack_entries(dir: &Path) -> Result<Vec<PathBuf>, ServeError> {
+    let rd = std::fs::read_dir(dir)
+        .map_err(|e| ServeError::Config(format!("cannot read packs dir {}: {e}", dir.display())))?;
+    let mut v: Vec<PathBuf> = rd
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() || p.extension().is_some_and(|x| x == "wasm"))
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+impl Server {
+    /// Builds the runtime, opens the store, loads the packs and binds.
+    pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
+        let cfg = opts.config.clone();
+        cfg.validate().map_err(ServeError::Config)?;
+        if cfg.anonymous_loopback {
+            if !opts.listen.ip().is_loopback() {
+                return Err(ServeError::Config(format!(
+                    "anonymousLoopback is only allowed on a loopback listen address, not {}",
+                    opts.listen
+                )));
+            }
+            tracing::warn!(listen = %opts.listen, "ANONYMOUS LOOPBACK MODE: requests without a token are served as principal `anonymous` (tenant `anon:local`); never expose this port");
+        }
+        if cfg.tokens.is_empty() && !cfg.anonymous_loopback {
+            tracing::warn!("no tokens configured: every route but discovery answers 401");
+        }
+        let mut tokens = HashMap::new();
+        for t in &cfg.tokens {
+            if !valid_tenant(&t.tenant) {
+                return Err(ServeError::Config(format!("invalid tenant `{}`", t.tenant)));
+            }
+            tokens.insert(
+                t.sha256.to_ascii_lowercase(),
+                Principal {
+                    id: t.principal.clone(),
+                    tenant: t.tenant.clone(),
+                    scopes: t.scopes.clone(),
+                },
+            );
+        }
+        let store: Arc<dyn KvStore> = match &opts.store {
+            StoreChoice::Memory => Arc::new(wop_runtime::store::MemoryStore::new()),
+            StoreChoice::Spec(s) => {
+                wop_runtime::store::open(s).map_err(|e| ServeError::Store(e.to_string()))?
+            }
+            StoreChoice::Custom(s) => s.clone(),
+        };
+        let events = Arc::new(EventRouter::default());
+        let mut rc = RuntimeConfig::new();
+        rc.policy(opts.policy.clone())
+            .effect_store(store)
+            .event_sink(events.clone());
+        if let Some(d) = &opts.cache_dir {
+            rc.cache_dir(d);
+        }
+        if let Some(id) = &opts.executor_id {
+            rc.executor_id(id.clone());
+        }
+        for t in &opts.tools {
+            rc.tool(t.clone());
+        }
+        let rt = Runtime::new(&rc).map_err(|e| ServeError::Runtime(e.to_string()))?;
+        let mut loaded = Vec::new();
+        let mut refused = Vec::new();
+        if let Some(dir) = &opts.packs_dir {
+            for entry in pack_entries(dir)? {
+                match rt.load_pack(&entry).await {
+                    Ok(s) => {
+                        tracing::info!(pack = %s.name, version = %s.version, types = ?s.type_ids, "loaded pack");
+                        loaded.push((entry, s.type_ids, s.name));
+                    }
+                    Err(e) => {
+                        let code = e.code().as_str();
+                        tracing::warn!(dir = %entry.display(), code, error = %e, "refused pack");
+                        refused.push(json!({"dir": entry.display().to_string(), "code": code, "message": e.to_string()}));
+                    }
+                }
+            }
+        }
+        let nodes = node_infos(&opts.policy, &loaded);
+        let refreshed_at = crate::routes::rfc3339(wop_runtime::effects::now_ms());
+        let capability_doc = crate::routes::capability_doc(&rt, &refreshed_at);
+        let etag = {
+            use sha2::Digest as _;
+            let h = sha2::Sha256::digest(capability_doc.to_string().as_bytes());
+            format!("\"{}\"", &hex::encode(h)[..32])
+        };
+        let listener = TcpListener::bind(opts.listen)
+            .await
+            .map_err(|source| ServeError::Bind {
+                addr: opts.listen,
+                source,
+            })?;
+        let state = Arc::new(Shared {
+            permits: Arc::new(Semaphore::new(cfg.max_in_flight)),
+            rt,
+            cfg,
+            tokens,
+            events,
+            nodes,
+            capability_doc,
+            etag,
+            refused,
+        });
+        Ok(Server { listener, state })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> Result<SocketAddr, ServeError> {
+        self.listener
+            .local_addr()
+            .map_err(|e| ServeError::Config(format!("no local address: {e}")))
+    }
+
+    /// The node types served (MCP tools).
+    pub fn node_types(&self) -> Vec<String> {
+        self.state.nodes.keys().cloned().collect()
+    }
+
+    /// Packs refused at start: `{dir, code, message}`.
+    pub fn refused(&self) -> &[Value] {
+        &self.state.refused
+    }
+
+    /// Accepts until `shutdown` completes, then drains.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServeError> {
+        let Server { listener, state } = self;
+        let addr = listener.local_addr().ok();
+        let header_timeout = Duration::from_millis(state.cfg.header_timeout_ms);
+        let drain = Duration::from_millis(state.cfg.drain_timeout_ms);
+        let app = crate::routes::router(state.clone());
+        let graceful = GracefulShutdown::new();
+        tracing::info!(addr = ?addr, "wop-serve accepting");
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let (stream, _peer) = match accepted {
+                        Ok(a) => a,
+                        Err(e) => {
+                            // EMFILE and friends: back off instead of spinning.
+                            tracing::warn!(error = %e, "accept failed");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    };
+                    let _ = stream.set_nodelay(true);
+                    let svc = TowerToHyperService::new(app.clone());
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .timer(TokioTimer::new())
+                        .header_read_timeout(header_timeout)
+                        .keep_alive(true)
+                        .serve_connection(TokioIo::new(stream), svc);
+                    let watched = graceful.watch(conn);
+                    tokio::spawn(async move {
+                        if let Err(e) = watched.await {
+                            tracing::debug!(error = %e, "connection ended with an error");
+                        }
+                    });
+                }
+                () = &mut shutdown => break,
+            }
+        }
+        drop(listener);
+        let in_flight = state.cfg.max_in_flight - state.permits.available_permits();
+        tracing::info!(
+            in_flight,
+            drain_ms = drain.as_millis() as u64,
+            "shutting down: no new connections; draining"
+        );
+        match tokio::time::timeout(drain, graceful.shutdown()).await {
+            Ok(()) => tracing::info!("drained"),
+            Err(_) => tracing::warn!("drain deadline passed; closing remaining connections"),
+        }
+        // Invocations still running hold permits; wait for them within the
+        // same deadline so their outcomes are recorded.
+        let all = u32::try_from(state.cfg.max_in_flight).unwrap_or(u32::MAX);
+        if tokio::time::timeout(drain, state.permits.acquire_many(all))
+            .await
+            .is_err()
+        {
+            tracing::warn!("invocations still running at exit");
+        }
+        // Every store write is durable before it returns (sled flushes per
+        // write, group-committed); dropping the runtime closes the store.
+        drop(app);
+        drop(state);
+        Ok(())
+    }
+}

@@ -1,0 +1,320 @@
+//! Bad input, auth, load and saturation.
+
+use super::*;
+use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_exact_status_and_code() {
+    let s = start(
+        "",
+        &serve_toml("maxBodyBytes = 4096\nmaxJsonDepth = 16"),
+        &["hello"],
+    )
+    .await;
+    let auth = bearer(TOKEN);
+    let json_h = [
+        ("Content-Type", "application/json"),
+        ("Authorization", auth.as_str()),
+    ];
+    let path = "/host/wop/invocations";
+    let check = |r: Resp, status: u16, code: &str| {
+        assert_eq!(r.status, status, "{}", String::from_utf8_lossy(&r.body));
+        let b = r.json();
+        assert_eq!(b["error"], code, "{b}");
+        assert!(b["message"].is_string());
+    };
+    check(
+        req(s.addr, "POST", path, &json_h, b"{\"typeId\": ").await,
+        400,
+        "validation_error",
+    );
+    let big = format!(
+        "{{\"typeId\":\"wop.samples.hello\",\"inputs\":{{\"x\":\"{}\"}}}}",
+        "a".repeat(5000)
+    );
+    check(
+        req(s.addr, "POST", path, &json_h, big.as_bytes()).await,
+        413,
+        "payload_too_large",
+    );
+    check(
+        req(
+            s.addr,
+            "POST",
+            path,
+            &[("Content-Type", "text/plain"), ("Authorization", &auth)],
+            b"{}",
+        )
+        .await,
+        415,
+        "unsupported_media_type",
+    );
+    check(
+        req(s.addr, "POST", path, &[("Authorization", &auth)], b"{}").await,
+        415,
+        "unsupported_media_type",
+    );
+    let deep = format!(
+        "{{\"typeId\":\"wop.samples.hello\",\"inputs\":{}{}}}",
+        "[".repeat(40),
+        "]".repeat(40)
+    );
+    check(
+        req(s.addr, "POST", path, &json_h, deep.as_bytes()).await,
+        400,
+        "validation_error",
+    );
+    check(
+        req(
+            s.addr,
+            "POST",
+            path,
+            &json_h,
+            br#"{"typeId":"wop.nope","inputs":{}}"#,
+        )
+        .await,
+        404,
+        "not_found",
+    );
+    check(
+        req(s.addr, "POST", path, &json_h, br#"{"inputs":{}}"#).await,
+        400,
+        "validation_error",
+    );
+    check(
+        req(
+            s.addr,
+            "POST",
+            path,
+            &[("Content-Type", "application/json")],
+            br#"{"typeId":"wop.samples.hello","inputs":{}}"#,
+        )
+        .await,
+        401,
+        "forbidden",
+    );
+    let r = req(
+        s.addr,
+        "POST",
+        path,
+        &[
+            ("Content-Type", "application/json"),
+            ("Authorization", "Bearer wrong"),
+        ],
+        b"{}",
+    )
+    .await;
+    assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+    check(r, 401, "forbidden");
+    check(
+        req(s.addr, "GET", "/tools", &[], b"").await,
+        401,
+        "forbidden",
+    );
+    check(
+        req(s.addr, "GET", "/runs/x/effects", &[], b"").await,
+        401,
+        "forbidden",
+    );
+    check(
+        req(
+            s.addr,
+            "POST",
+            "/mcp",
+            &[("Content-Type", "application/json")],
+            b"{}",
+        )
+        .await,
+        401,
+        "forbidden",
+    );
+    check(
+        req(
+            s.addr,
+            "POST",
+            path,
+            &json_h,
+            br#"{"typeId":"wop.samples.hello","inputs":{},"nodeContext":{"tenantId":"globex"}}"#,
+        )
+        .await,
+        403,
+        "forbidden",
+    );
+    // The MCP mount: transport errors as HTTP, JSON errors as JSON-RPC.
+    check(
+        req(s.addr, "POST", "/mcp", &json_h, big.as_bytes()).await,
+        413,
+        "payload_too_large",
+    );
+    check(
+        req(
+            s.addr,
+            "POST",
+            "/mcp",
+            &[("Content-Type", "text/plain"), ("Authorization", &auth)],
+            b"{}",
+        )
+        .await,
+        415,
+        "unsupported_media_type",
+    );
+    let r = req(s.addr, "POST", "/mcp", &json_h, b"{nope").await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["code"], -32700);
+    let r = req(s.addr, "POST", "/mcp", &json_h, deep.as_bytes()).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["data"]["error"], "validation_error");
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_clients_all_answered() {
+    const CLIENTS: usize = 64;
+    const CALLS: usize = 50;
+    let s = start("", &serve_toml("maxInFlight = 64"), &["hello"]).await;
+    let addr = s.addr;
+    let ok = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for c in 0..CLIENTS {
+        let ok = ok.clone();
+        tasks.push(tokio::spawn(async move {
+            let auth = bearer(TOKEN);
+            let mut conn = Conn::open(addr).await;
+            for i in 0..CALLS {
+                let name = format!("c{c}-{i}");
+                let r = if i % 2 == 0 {
+                    let body = json!({"typeId": "wop.samples.hello", "inputs": {"name": name}});
+                    let r = conn
+                        .send("POST", "/host/wop/invocations", &[("Content-Type", "application/json"), ("Authorization", &auth)], body.to_string().as_bytes())
+                        .await;
+                    assert_eq!(r.status, 200);
+                    assert_eq!(r.json()["outcome"], "completed");
+                    r.json()["output"].to_string()
+                } else {
+                    let body = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "wop.samples.hello", "arguments": {"name": name}}});
+                    let r = conn
+                        .send("POST", "/mcp", &[("Content-Type", "application/json"), ("Accept", "*/*"), ("Authorization", &auth)], body.to_string().as_bytes())
+                        .await;
+                    assert_eq!(r.status, 200);
+                    let b = r.json();
+                    assert_eq!(b["id"], i);
+                    assert_eq!(b["result"]["isError"], false);
+                    b["result"]["content"][0]["text"].as_str().unwrap().to_owned()
+                };
+                // Each answer is this call's own.
+                assert!(r.contains(&name), "{r} lacks {name}");
+                ok.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(ok.load(Ordering::Relaxed), CLIENTS * CALLS);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn saturation_is_503_with_retry_after() {
+    let policy = "[limits]\nwallClockMs = 1500\n";
+    let s = start(
+        policy,
+        &serve_toml("maxInFlight = 1\nretryAfterSecs = 2"),
+        &["spin", "hello"],
+    )
+    .await;
+    let addr = s.addr;
+    let slow = tokio::spawn(async move {
+        post_json(
+            addr,
+            "/host/wop/invocations",
+            TOKEN,
+            &json!({"typeId": "wop.testing.spin", "inputs": {}}),
+        )
+        .await
+    });
+    // Wait until the slow invocation holds the only permit.
+    let mut saw = false;
+    for _ in 0..100 {
+        let h = req(addr, "GET", "/healthz", &[], b"").await.json();
+        if h["inFlight"] == 1 {
+            saw = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(saw, "the slow invocation never started");
+    let r = post_json(
+        addr,
+        "/host/wop/invocations",
+        TOKEN,
+        &json!({"typeId": "wop.samples.hello", "inputs": {}}),
+    )
+    .await;
+    assert_eq!(r.status, 503);
+    assert_eq!(r.header("retry-after"), Some("2"));
+    assert_eq!(r.json()["error"], "service_unavailable");
+    let auth = bearer(TOKEN);
+    let r = req(addr, "POST", "/mcp", &[("Content-Type", "application/json"), ("Authorization", &auth)],
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wop.samples.hello","arguments":{}}}"#).await;
+    assert_eq!(r.status, 503);
+    assert!(r.header("retry-after").is_some());
+    // Listing is not an invocation: still served.
+    let r = req(
+        addr,
+        "POST",
+        "/mcp",
+        &[
+            ("Content-Type", "application/json"),
+            ("Authorization", &auth),
+        ],
+        br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let slow = slow.await.unwrap();
+    assert_eq!(slow.status, 200);
+    assert_eq!(slow.json()["error"]["code"], "sandbox_timeout");
+    // Capacity is back.
+    let r = post_json(
+        addr,
+        "/host/wop/invocations",
+        TOKEN,
+        &json!({"typeId": "wop.samples.hello", "inputs": {}}),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anonymous_mode_is_loopback_only() {
+    let mut opts = ServeOptions::new("0.0.0.0:0".parse().unwrap());
+    opts.config(ServeConfig::from_toml("anonymousLoopback = true").unwrap());
+    let e = Server::bind(opts).await.err().expect("refused");
+    assert!(e.to_string().contains("loopback"), "{e}");
+    let s = start("", "anonymousLoopback = true", &["hello"]).await;
+    let r = req(
+        s.addr,
+        "POST",
+        "/host/wop/invocations",
+        &[("Content-Type", "application/json")],
+        br#"{"typeId":"wop.samples.hello","inputs":{"name":"anon"}}"#,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["usage"]["tenantId"], "anon:local");
+    // A wrong token is still refused.
+    let r = req(
+        s.addr,
+        "GET",
+        "/tools",
+        &[("Authorization", "Bearer nope")],
+        b"",
+    )
+    .await;
+    assert_eq!(r.status, 401);
+    s.stop().await;
+}

@@ -1,0 +1,271 @@
+//! End-to-end tests: real sockets, real packs, raw HTTP clients sending
+//! exactly the headers named.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod abuse;
+mod invoke;
+mod mcp;
+mod process;
+mod python;
+
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use wop_serve::{ServeConfig, ServeOptions, Server, token_sha256};
+
+pub const TOKEN: &str = "test-token-acme";
+pub const OTHER_TOKEN: &str = "test-token-globex";
+
+/// A `serve.toml` with two tokens (acme with payments.write, globex with none).
+pub fn serve_toml(extra: &str) -> String {
+    format!(
+        r#"{extra}
+[[tokens]]
+sha256 = "{}"
+principal = "host-acme"
+tenant = "acme"
+scopes = ["payments.write", "wop.operator"]
+
+[[tokens]]
+sha256 = "{}"
+principal = "host-globex"
+tenant = "globex"
+"#,
+        token_sha256(TOKEN),
+        token_sha256(OTHER_TOKEN)
+    )
+}
+
+/// A packs directory holding (symlinks to) the named built packs.
+pub fn packs(names: &[&str]) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    for n in names {
+        std::os::unix::fs::symlink(wop_test_packs::pack_dir(n), d.path().join(n)).unwrap();
+    }
+    d
+}
+
+pub struct Running {
+    pub addr: SocketAddr,
+    pub refused: Vec<Value>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<Result<(), wop_serve::ServeError>>>,
+    _packs: tempfile::TempDir,
+}
+
+impl Running {
+    pub async fn stop(mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.task.take() {
+            t.await.unwrap().unwrap();
+        }
+    }
+}
+
+/// Starts a server on an ephemeral loopback port.
+pub async fn start(policy: &str, cfg: &str, pack_names: &[&str]) -> Running {
+    let dir = packs(pack_names);
+    let mut opts = ServeOptions::new("127.0.0.1:0".parse().unwrap());
+    opts.policy(wop_runtime::Policy::from_toml(policy).unwrap())
+        .packs_dir(dir.path())
+        .config(ServeConfig::from_toml(cfg).unwrap());
+    let server = Server::bind(opts).await.unwrap();
+    let addr = server.local_addr().unwrap();
+    let refused = server.refused().to_vec();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server.run(async move {
+        let _ = rx.await;
+    }));
+    Running {
+        addr,
+        refused,
+        stop: Some(tx),
+        task: Some(task),
+        _packs: dir,
+    }
+}
+
+/// One HTTP response.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+}
+
+/// A raw HTTP/1.1 client on one keep-alive connection.
+pub struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    pub async fn open(addr: SocketAddr) -> Conn {
+        let stream = TcpStream::connect(addr).await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        Conn {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Sends a request with exactly `headers` (plus Host and, with a body,
+    /// Content-Length) and reads the response.
+    pub async fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Resp {
+        let mut req = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\n");
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if !body.is_empty() || method == "POST" {
+            req.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        req.push_str("\r\n");
+        let mut bytes = req.into_bytes();
+        bytes.extend_from_slice(body);
+        self.stream.write_all(&bytes).await.unwrap();
+        self.read_response().await
+    }
+
+    async fn fill(&mut self) -> bool {
+        let mut chunk = [0u8; 16384];
+        let n = self.stream.read(&mut chunk).await.unwrap_or(0);
+        self.buf.extend_from_slice(&chunk[..n]);
+        n > 0
+    }
+
+    async fn read_response(&mut self) -> Resp {
+        let head_end = loop {
+            if let Some(p) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break p;
+            }
+            assert!(
+                self.fill().await,
+                "connection closed before a response head"
+            );
+        };
+        let head = String::from_utf8_lossy(&self.buf[..head_end]).to_string();
+        self.buf.drain(..head_end + 4);
+        let mut lines = head.split("\r\n");
+        let status: u16 = lines
+            .next()
+            .unwrap()
+            .split(' ')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        let get = |n: &str| headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+        let body = if let Some(len) = get("content-length") {
+            let len: usize = len.parse().unwrap();
+            while self.buf.len() < len {
+                assert!(self.fill().await, "connection closed mid-body");
+            }
+            self.buf.drain(..len).collect()
+        } else if get("transfer-encoding").is_some_and(|t| t.contains("chunked")) {
+            let mut body = Vec::new();
+            loop {
+                let line_end = loop {
+                    if let Some(p) = self.buf.windows(2).position(|w| w == b"\r\n") {
+                        break p;
+                    }
+                    assert!(self.fill().await, "closed mid-chunk");
+                };
+                let size = usize::from_str_radix(
+                    String::from_utf8_lossy(&self.buf[..line_end])
+                        .split(';')
+                        .next()
+                        .unwrap()
+                        .trim(),
+                    16,
+                )
+                .unwrap();
+                self.buf.drain(..line_end + 2);
+                while self.buf.len() < size + 2 {
+                    assert!(self.fill().await, "closed mid-chunk");
+                }
+                body.extend(self.buf.drain(..size));
+                self.buf.drain(..2);
+                if size == 0 {
+                    break;
+                }
+            }
+            body
+        } else if status == 204 || status == 304 || (100..200).contains(&status) {
+            Vec::new()
+        } else {
+            while self.fill().await {}
+            std::mem::take(&mut self.buf)
+        };
+        Resp {
+            status,
+            headers,
+            body,
+        }
+    }
+}
+
+/// One request on a fresh connection.
+pub async fn req(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Resp {
+    Conn::open(addr)
+        .await
+        .send(method, path, headers, body)
+        .await
+}
+
+pub fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+/// POST JSON with a token (Content-Type + Authorization only).
+pub async fn post_json(addr: SocketAddr, path: &str, token: &str, body: &Value) -> Resp {
+    let auth = bearer(token);
+    req(
+        addr,
+        "POST",
+        path,
+        &[
+            ("Content-Type", "application/json"),
+            ("Authorization", &auth),
+        ],
+        body.to_string().as_bytes(),
+    )
+    .await
+}
+
+/// The path of the built packs (for the binary test).
+pub fn pack_path(name: &str) -> PathBuf {
+    wop_test_packs::pack_dir(name)
+}
