@@ -321,10 +321,16 @@ fn assemble(name: &str, src: &Path, wasm: &Path, dest: &Path) -> (PathBuf, PathB
         .unwrap_or_else(|e| panic!("read {}: {e}", manifest_path.display()));
     let mut manifest: serde_json::Value = serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("parse {}: {e}", manifest_path.display()));
+    // A later release of a pack lives beside it as `<name>-v<N>` (e.g.
+    // testing/hello-v2 is `hello` 0.2.0, for the upgrade-diff tests).
+    let pack_name = match name.rsplit_once("-v") {
+        Some((base, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => name,
+    };
     assert_eq!(
         manifest["name"].as_str(),
-        Some(name),
-        "{}: `name` must be the pack directory name",
+        Some(pack_name),
+        "{}: `name` must be the pack directory name (without a `-vN` release suffix)",
         manifest_path.display()
     );
     let entry = format!("{name}.wasm");

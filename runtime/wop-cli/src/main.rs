@@ -55,6 +55,9 @@ enum Command {
     Verify(trust::VerifyArgs),
     /// List what a new version of a pack requests beyond an old one.
     Diff(trust::DiffArgs),
+    /// Run the executor service (MCP server mount, OpenWOP routes, invoke
+    /// API over HTTP) until SIGTERM/SIGINT.
+    Serve(Box<wop_serve::cli::ServeArgs>),
 }
 
 fn main() -> ExitCode {
@@ -91,6 +94,10 @@ fn main() -> ExitCode {
             Command::Sign(a) => trust::sign(a).await,
             Command::Verify(a) => trust::verify(a).await,
             Command::Diff(a) => trust::diff(a).await,
+            Command::Serve(a) => wop_serve::cli::run(*a)
+                .await
+                .map(|()| 0)
+                .map_err(Into::into),
         }
     });
     match result {

@@ -86,6 +86,30 @@ fn keygen_sign_verify_diff() {
     ]);
     assert!(o.status.success(), "{o:?}");
     assert!(String::from_utf8_lossy(&o.stdout).contains("trust: signed by `acme`"));
+    let mut seen = vec![o];
+
+    // Running the signed pack with every log line on: its events, outcome
+    // and the host's trace logs carry neither key.
+    let o = Command::new(env!("CARGO_BIN_EXE_wop"))
+        .env("WOP_LOG", "trace")
+        .args([
+            "run",
+            dir.to_str().unwrap(),
+            "wop.samples.hello",
+            "--policy",
+            p,
+            "--store",
+            store.to_str().unwrap(),
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("Hello, world!"), "{out}");
+    assert!(out.contains("log.appended"), "events are printed: {out}");
+    assert!(!o.stderr.is_empty(), "trace logging is on");
+    seen.push(o);
 
     // Outside the key's namespace, unsigned, tampered: exit 3 with the code.
     write_policy("acme.*");
@@ -110,18 +134,17 @@ fn keygen_sign_verify_diff() {
     assert_eq!(o.status.code(), Some(3));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["error"]["code"], "pack_integrity_mismatch");
-    for out in [&o.stdout, &o.stderr] {
-        let s = String::from_utf8_lossy(out);
-        assert!(!s.contains(&pubkey) && !s.contains(&secret), "{s}");
+    seen.push(o);
+    for o in &seen {
+        for out in [&o.stdout, &o.stderr] {
+            let s = String::from_utf8_lossy(out);
+            assert!(!s.contains(&pubkey) && !s.contains(&secret), "{s}");
+        }
     }
 
-    // diff
-    let new = copy("hello", &t.join("v2"));
-    let mut m: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(new.join("pack.json")).unwrap()).unwrap();
-    m["x-wop"]["capabilities"] = serde_json::json!(["tools"]);
-    std::fs::write(new.join("pack.json"), serde_json::to_vec(&m).unwrap()).unwrap();
+    // diff: two real releases of `hello` (0.1.0 and testing/hello-v2).
     let old = wop_testkit_pack("hello");
+    let new = wop_testkit_pack("hello-v2");
     let o = wop(&[
         "diff",
         old.to_str().unwrap(),
@@ -130,8 +153,27 @@ fn keygen_sign_verify_diff() {
     ]);
     assert!(o.status.success(), "{o:?}");
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["additions"][0]["kind"], "capability");
-    assert_eq!(v["additions"][0]["item"], "tools");
+    let adds: Vec<(String, String)> = v["additions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["kind"].as_str().unwrap().to_owned(),
+                a["item"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    for (kind, item) in [
+        ("capability", "tools"),
+        ("tool", "kv.get"),
+        ("egress", "api.example.com"),
+    ] {
+        assert!(
+            adds.contains(&(kind.to_owned(), item.to_owned())),
+            "{adds:?}"
+        );
+    }
     let o = wop(&["diff", old.to_str().unwrap(), old.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("requests nothing new"));
 }

@@ -13,12 +13,14 @@
 //! resolves it).
 
 use crate::store::{KvStore, StoreError};
-use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::Duration;
+
+mod identity;
+
+pub use identity::{activity_id, business_id, request_digest};
 
 /// How an effect's identity was derived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,53 +125,6 @@ impl From<&EffectRecord> for EffectSummary {
             at: r.updated_at_ms,
         }
     }
-}
-
-fn b64(bytes: &[u8]) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-}
-
-/// The activity recipe (protocol): `base64url(sha256("openwop:activity:v2\0"
-/// ‖ tenantId ‖ "\0" ‖ runId ‖ "\0" ‖ nodeId ‖ "\0" ‖ ordinal ‖ "\0" ‖
-/// providerKey))`, with the ordinal in decimal and the tool id as provider key.
-pub fn activity_id(
-    tenant: &str,
-    run: &str,
-    node: &str,
-    ordinal: u32,
-    provider_key: &str,
-) -> String {
-    let mut h = Sha256::new();
-    h.update(b"openwop:activity:v2\0");
-    for (i, part) in [tenant, run, node, &ordinal.to_string(), provider_key]
-        .iter()
-        .enumerate()
-    {
-        if i > 0 {
-            h.update(b"\0");
-        }
-        h.update(part.as_bytes());
-    }
-    b64(&h.finalize())
-}
-
-/// Business identity (our documented derivation): `base64url(sha256(
-/// "openwop:business:v1\0" ‖ tenantId ‖ "\0" ‖ toolId ‖ "\0" ‖ key))`. No
-/// run, node, ordinal or attempt: the same key never fires twice.
-pub fn business_id(tenant: &str, tool: &str, key: &str) -> String {
-    let mut h = Sha256::new();
-    h.update(b"openwop:business:v1\0");
-    h.update(tenant.as_bytes());
-    h.update(b"\0");
-    h.update(tool.as_bytes());
-    h.update(b"\0");
-    h.update(key.as_bytes());
-    b64(&h.finalize())
-}
-
-/// The digest of a request: JCS SHA-256 of `{toolId, arguments}`.
-pub fn request_digest(tool_id: &str, arguments: &Value) -> String {
-    wop_core::jcs::sha256_hex(&serde_json::json!({"toolId": tool_id, "arguments": arguments}))
 }
 
 /// Milliseconds since the Unix epoch.
@@ -606,65 +561,4 @@ impl Effects {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn purge_pages_through_finished_records() {
-        let kv: Arc<dyn KvStore> = Arc::new(crate::store::MemoryStore::new());
-        let fx = Effects::new(kv.clone(), "ex");
-        let t = EffectTimings {
-            lease: Duration::from_secs(60),
-            in_flight_wait: Duration::from_millis(10),
-            poll: Duration::from_millis(1),
-        };
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        for i in 0..1100u32 {
-            let req = ClaimRequest {
-                effect_id: format!("e{i:05}"),
-                keying: Keying::ActivityRecipe,
-                tenant_id: "t".into(),
-                run_id: "r".into(),
-                node_id: "n".into(),
-                attempt: 1,
-                tool_id: "t:x".into(),
-                digest: "d".into(),
-                idempotent: false,
-            };
-            let Begin::Perform { claimed, .. } = fx.begin(&req, t, deadline).await.unwrap() else {
-                panic!("fresh claim not performed");
-            };
-            // Leave the last one claimed: it needs attention, it stays.
-            if i < 1099 {
-                assert!(fx.complete(&claimed, Ok(Value::Null)).await.unwrap());
-            }
-        }
-        assert_eq!(fx.purge(0).await.unwrap(), 0);
-        assert_eq!(fx.purge(now_ms() + 1).await.unwrap(), 1099);
-        let left = fx.list_run("r").await.unwrap();
-        assert_eq!(left.len(), 1);
-        assert_eq!(left[0].state, EffectState::Claimed);
-        assert_eq!(
-            kv.scan_prefix("effect/", usize::MAX).await.unwrap().len(),
-            1
-        );
-    }
-
-    #[test]
-    fn identities() {
-        let a = activity_id("t", "r", "n", 1, "crm:update");
-        assert_eq!(a, activity_id("t", "r", "n", 1, "crm:update"));
-        assert_ne!(a, activity_id("t", "r", "n", 2, "crm:update"));
-        assert_ne!(a, activity_id("t", "r2", "n", 1, "crm:update"));
-        assert_eq!(a.len(), 43, "base64url of 32 bytes, unpadded");
-        assert!(!a.contains(['+', '/', '=']));
-        let b = business_id("t", "crm:update", "order-7");
-        assert_eq!(b, business_id("t", "crm:update", "order-7"));
-        assert_ne!(b, business_id("t2", "crm:update", "order-7"));
-        assert_ne!(b, business_id("t", "crm:other", "order-7"));
-        // The protocol recipe, spelled out.
-        let mut h = Sha256::new();
-        h.update(b"openwop:activity:v2\0t\0r\0n\x001\0crm:update");
-        assert_eq!(a, b64(&h.finalize()));
-    }
-}
+mod tests;

@@ -25,6 +25,9 @@ const POOL_TABLES_PER_COMPONENT: u32 = 64;
 /// Largest linear memory the pool reserves room for (the policy's
 /// `memoryBytes` ceiling is enforced below this by the store limiter).
 const POOL_MAX_MEMORY_BYTES: usize = 4 << 30;
+/// Bytes of each linear memory / table slot kept resident between uses.
+const POOL_KEEP_RESIDENT_MEMORY: usize = 1 << 20;
+const POOL_KEEP_RESIDENT_TABLE: usize = 64 << 10;
 /// Guest stack: 1 MiB of wasm stack on a 2 MiB host fiber stack.
 const MAX_WASM_STACK: usize = 1 << 20;
 const ASYNC_STACK: usize = 2 << 20;
@@ -51,6 +54,16 @@ fn config() -> Config {
         // default (20 000) silently stopped growth below the documented cap.
         .table_elements(usize::try_from(wop_core::limits::MAX_TABLE_ELEMENTS).unwrap_or(usize::MAX))
         .max_memory_size(POOL_MAX_MEMORY_BYTES);
+    // Slot reuse without page faults or cross-core TLB shootdowns: keep
+    // the first MiB of each memory (64 KiB of each table) resident and
+    // reset only its dirty pages (PAGEMAP_SCAN, Linux >= 6.7; `Auto` falls
+    // back to memset of the kept bytes elsewhere). Memory is zeroed either
+    // way. Measured in fuel-benches `latency`/`throughput`: hello 68.6 ->
+    // 51.6 µs p50, and 2 tasks now scale 1.8x instead of 1.4x (decision
+    // 0010). Costs at most `max_unused_warm_slots` (100) MiB of RSS.
+    pool.linear_memory_keep_resident(POOL_KEEP_RESIDENT_MEMORY)
+        .table_keep_resident(POOL_KEEP_RESIDENT_TABLE)
+        .pagemap_scan(wasmtime::Enabled::Auto);
     c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     c
 }

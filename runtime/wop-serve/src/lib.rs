@@ -22,6 +22,7 @@
 //! [`wop_runtime::Policy`]. See the crate README.
 
 mod api;
+pub mod cli;
 pub mod config;
 mod idem;
 mod invoke;

@@ -84,37 +84,50 @@ async fn signed_pack_loads_and_tampering_is_refused_before_compiling() {
 
 #[tokio::test]
 async fn diff_and_escalation_refusal() {
-    let tmp = tempfile::tempdir().unwrap();
-    let new = copy_pack("hello", &tmp.path().join("v2"));
-    let mut v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(new.join("pack.json")).unwrap()).unwrap();
-    // Same code and version string (describe() must agree with it); a
-    // re-released manifest that asks for more.
-    v["x-wop"]["capabilities"] = serde_json::json!(["tools"]);
-    v["x-wop"]["egress"] = serde_json::json!(["api.example.com"]);
-    std::fs::write(new.join("pack.json"), serde_json::to_vec(&v).unwrap()).unwrap();
-    let old_m = trust::read_approved(&pack("hello")).unwrap();
+    // Two real releases of one pack: `hello` 0.1.0 (the sample) and 0.2.0
+    // (testing/hello-v2), which asks for the tools capability, a tool and an
+    // egress destination.
+    let (old, new) = (pack("hello"), pack("hello-v2"));
+    let old_m = trust::read_approved(&old).unwrap();
     let new_m = trust::read_approved(&new).unwrap();
+    assert_eq!(
+        (old_m.version.as_str(), new_m.version.as_str()),
+        ("0.1.0", "0.2.0")
+    );
     let adds: Vec<String> = trust::diff::additions(&old_m, &new_m)
         .iter()
         .map(ToString::to_string)
         .collect();
-    assert!(adds.contains(&"capability: tools".to_owned()), "{adds:?}");
-    assert!(
-        adds.contains(&"egress: api.example.com".to_owned()),
-        "{adds:?}"
-    );
+    for want in [
+        "capability: tools",
+        "tool: kv.get",
+        "egress: api.example.com",
+    ] {
+        assert!(
+            adds.contains(&want.to_owned()),
+            "{want} missing from {adds:?}"
+        );
+    }
+    // Nothing is an addition relative to itself, nor when going back.
+    assert!(trust::diff::additions(&new_m, &new_m).is_empty());
+    assert!(trust::diff::additions(&new_m, &old_m).is_empty());
 
     let approve = |p: &Path| format!("[packs.hello]\napproved = \"{}\"\n", p.display());
-    let rt = runtime(&approve(&pack("hello")));
+    let rt = runtime(&approve(&old));
     let msg = refused(&rt, &new, ErrorCode::PackCapabilityEscalation).await;
-    assert!(msg.contains("capability: tools"), "{msg}");
+    for want in [
+        "capability: tools",
+        "tool: kv.get",
+        "egress: api.example.com",
+    ] {
+        assert!(msg.contains(want), "{want} missing from {msg}");
+    }
     // The approved version itself loads; so does the new one once approved.
-    rt.load_pack(&pack("hello"))
-        .await
-        .expect("approved version loads");
+    rt.load_pack(&old).await.expect("approved version loads");
     let rt = runtime(&approve(&new));
-    rt.load_pack(&new)
+    let loaded = rt
+        .load_pack(&new)
         .await
         .expect("newly approved version loads");
+    assert_eq!(loaded.version, "0.2.0");
 }

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod abuse;
+mod cluster;
 mod invoke;
 mod mcp;
 mod process;

@@ -1,0 +1,81 @@
+//! `wop serve`: the executor service from the main CLI (same flags as the
+//! `wop-serve` binary), over a real socket, stopped by SIGTERM.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
+
+fn post(addr: SocketAddr, path: &str, body: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn wop_serve_runs_a_pack_and_stops_on_sigterm() {
+    let tmp = tempfile::tempdir().unwrap();
+    let packs = tmp.path().join("packs").join("hello");
+    std::fs::create_dir_all(&packs).unwrap();
+    for e in std::fs::read_dir(wop_test_packs::pack_dir("hello")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), packs.join(e.file_name())).unwrap();
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wop"))
+        .args(["serve", "--packs"])
+        .arg(tmp.path().join("packs"))
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--memory-store",
+            "--anonymous-loopback",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr: SocketAddr = line
+        .trim()
+        .strip_prefix("wop-serve listening on http://")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .parse()
+        .unwrap();
+
+    let r = post(
+        addr,
+        "/host/wop/invocations",
+        r#"{"typeId":"wop.samples.hello","inputs":{"name":"Ada"}}"#,
+    );
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    assert!(r.contains("Hello, Ada!"), "{r}");
+    let r = post(
+        addr,
+        "/host/wop/invocations",
+        r#"{"typeId":"nope","inputs":{}}"#,
+    );
+    assert!(r.starts_with("HTTP/1.1 404"), "unknown typeId: {r}");
+
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    let mut rest = String::new();
+    out.read_line(&mut rest).unwrap();
+    assert_eq!(rest.trim(), "wop-serve stopped");
+}

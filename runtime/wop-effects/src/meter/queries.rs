@@ -1,0 +1,198 @@
+//! Reading usage records and roll-ups back, and retention.
+
+use super::stored::{PackShard, Record, RunRollup, StoredUsage, add_rollup, key_part};
+use super::{Meter, MeterError};
+use std::collections::BTreeMap;
+use wop_core::budget::*;
+use wop_core::model::Usage;
+
+impl Meter {
+    /// Usage records, optionally of one run and/or one pack (name). Only
+    /// the kept, bounded records (see [`MeterOptions`](super::MeterOptions));
+    /// totals come from [`rollup`](Self::rollup).
+    pub async fn usage(
+        &self,
+        run: Option<&str>,
+        pack: Option<&str>,
+    ) -> Result<Vec<Usage>, MeterError> {
+        let prefix = match run {
+            Some(r) => format!("usage/{}/", key_part(r)),
+            None => "usage/".to_owned(),
+        };
+        let mut out = Vec::new();
+        for (k, v) in self.scan_all(&prefix).await? {
+            let u = StoredUsage::decode(&v).ok_or(MeterError::Corrupt(k))?;
+            if pack.is_none_or(|p| u.usage.pack == p) {
+                out.push(u.usage);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every pair under `prefix`, read in pages.
+    async fn scan_all(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, MeterError> {
+        let mut out = Vec::new();
+        self.for_each_page(prefix, |page| {
+            out.extend(page);
+            Ok(())
+        })
+        .await?;
+        Ok(out)
+    }
+
+    /// Calls `f` with successive pages of the pairs under `prefix`.
+    async fn for_each_page(
+        &self,
+        prefix: &str,
+        mut f: impl FnMut(Vec<(String, Vec<u8>)>) -> Result<(), MeterError>,
+    ) -> Result<(), MeterError> {
+        const PAGE: usize = 512;
+        let end = prefix_end(prefix);
+        let mut start = prefix.to_owned();
+        loop {
+            let page = self.kv.scan_range(&start, end.as_deref(), PAGE).await?;
+            let full = page.len() == PAGE;
+            if let Some((last, _)) = page.last() {
+                start = format!("{last}\0");
+            }
+            f(page)?;
+            if !full {
+                return Ok(());
+            }
+        }
+    }
+
+    /// A run's roll-up record, if it has one.
+    pub async fn run_rollup(&self, run: &str) -> Result<Option<RunRollup>, MeterError> {
+        let k = Self::run_rollup_key(run);
+        match self.kv.get(&k).await? {
+            Some(b) => RunRollup::decode(&b)
+                .map(Some)
+                .ok_or(MeterError::Corrupt(k)),
+            None => Ok(None),
+        }
+    }
+
+    /// Roll-ups per run and per `pack@version`, optionally of one run and/or
+    /// one pack (name). Read from the roll-up records (exact), never from
+    /// usage records. With `run`, the per-pack map is that run's; without,
+    /// it is the packs' all-time totals (including runs whose roll-ups
+    /// [`purge`](Self::purge) deleted).
+    pub async fn rollup(
+        &self,
+        run: Option<&str>,
+        pack: Option<&str>,
+    ) -> Result<(BTreeMap<String, Rollup>, BTreeMap<String, Rollup>), MeterError> {
+        let mut by_run: BTreeMap<String, Rollup> = BTreeMap::new();
+        let mut by_pack: BTreeMap<String, Rollup> = BTreeMap::new();
+        let currency = self.prices.currency.clone();
+        let pack_matches = |label: &str| {
+            pack.is_none_or(|p| label.rsplit_once('@').is_some_and(|(name, _)| name == p))
+        };
+        let mut add_run = |r: RunRollup, by_pack: Option<&mut BTreeMap<String, Rollup>>| {
+            let mut total: Option<Rollup> = None;
+            let mut by_pack = by_pack;
+            for (label, roll) in &r.by_pack {
+                if !pack_matches(label) {
+                    continue;
+                }
+                add_rollup(
+                    total.get_or_insert_with(|| Rollup {
+                        currency: currency.clone(),
+                        ..Default::default()
+                    }),
+                    roll,
+                );
+                if let Some(bp) = by_pack.as_deref_mut() {
+                    add_rollup(bp.entry(label.clone()).or_default(), roll);
+                }
+            }
+            if let Some(t) = total {
+                by_run.insert(r.run_id.clone(), t);
+            }
+        };
+        if let Some(run) = run {
+            if let Some(r) = self.run_rollup(run).await? {
+                add_run(r, Some(&mut by_pack));
+            }
+            return Ok((by_run, by_pack));
+        }
+        self.for_each_page("rollup/run/", |page| {
+            for (k, v) in page {
+                let r = RunRollup::decode(&v).ok_or(MeterError::Corrupt(k))?;
+                add_run(r, None);
+            }
+            Ok(())
+        })
+        .await?;
+        // A few records per pack: read them all, filter by name.
+        for (k, v) in self.scan_all("rollup/pack/").await? {
+            let s = PackShard::decode(&v).ok_or(MeterError::Corrupt(k))?;
+            let label = format!("{}@{}", s.pack, s.pack_version);
+            if pack_matches(&label) {
+                add_rollup(by_pack.entry(label).or_default(), &s.rollup);
+            }
+        }
+        Ok((by_run, by_pack))
+    }
+
+    /// Retention: deletes per-invocation usage records made before
+    /// `older_than_ms`, and the roll-ups of runs with no invocation recorded
+    /// since then (their totals stay in the pack roll-ups, which are never
+    /// purged). Ledgers are not touched. Pages through the store; returns
+    /// how many records were deleted.
+    pub async fn purge(&self, older_than_ms: u64) -> Result<usize, MeterError> {
+        let mut doomed = Vec::new();
+        self.for_each_page("usage/", |page| {
+            for (k, v) in page {
+                // The last segment starts with the 13-digit time in ms.
+                let at = k
+                    .rsplit('/')
+                    .next()
+                    .and_then(|seg| seg.get(..13))
+                    .and_then(|ms| ms.parse::<u64>().ok());
+                if at.is_some_and(|at| at < older_than_ms) {
+                    doomed.push((k, v));
+                }
+            }
+            Ok(())
+        })
+        .await?;
+        self.for_each_page("rollup/run/", |page| {
+            for (k, v) in page {
+                let r = RunRollup::decode(&v).ok_or_else(|| MeterError::Corrupt(k.clone()))?;
+                if r.last_at_ms < older_than_ms {
+                    doomed.push((k, v));
+                }
+            }
+            Ok(())
+        })
+        .await?;
+        let mut n = 0;
+        for (k, v) in doomed {
+            // Compare-and-delete: a run that recorded meanwhile keeps its
+            // roll-up.
+            if self.kv.compare_and_swap(&k, Some(&v), None).await?.is_ok() {
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// The first key after every key starting with `prefix` (`None`: no bound).
+fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(c) = chars.pop() {
+        let n = if c as u32 == 0xD7FF {
+            0xE000
+        } else {
+            c as u32 + 1
+        };
+        if let Some(next) = char::from_u32(n) {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}

@@ -1,0 +1,208 @@
+//! How roll-ups and usage records are encoded, keyed and bounded in the store.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use wop_core::budget::*;
+use wop_core::model::Usage;
+
+/// A run's roll-up record (`rollup/run/<run>`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRollup {
+    /// The run id (in full).
+    pub run_id: String,
+    /// Per `pack@version`.
+    pub by_pack: BTreeMap<String, Rollup>,
+    /// Per-invocation usage records kept for this run.
+    pub records_kept: u64,
+    /// Last recorded invocation (ms since the Unix epoch).
+    pub last_at_ms: u64,
+}
+
+impl RunRollup {
+    /// The run's total over all packs.
+    pub fn total(&self, currency: &str) -> Rollup {
+        let mut t = Rollup {
+            currency: currency.to_owned(),
+            ..Default::default()
+        };
+        for r in self.by_pack.values() {
+            add_rollup(&mut t, r);
+        }
+        t
+    }
+
+    /// Invocations recorded for this run.
+    pub fn invocations(&self) -> u64 {
+        self.by_pack.values().map(|r| r.invocations).sum()
+    }
+}
+
+/// One shard of a pack's roll-up (`rollup/pack/<pack@version>/<shard>`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct PackShard {
+    pub(super) pack: String,
+    pub(super) pack_version: String,
+    pub(super) rollup: Rollup,
+}
+
+/// A stored usage record: the (bounded) usage plus what was cut.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct StoredUsage {
+    #[serde(flatten)]
+    pub(super) usage: Usage,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(super) host_call_breakdown_dropped: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl StoredUsage {
+    /// JSON without the fields that hold their default (zero, empty):
+    /// typically half the bytes of a small invocation's usage.
+    pub(super) fn encode(&self) -> Vec<u8> {
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        drop_defaults(&mut v);
+        serde_json::to_vec(&v).unwrap_or_default()
+    }
+
+    /// Reads [`encode`](Self::encode)'s form (and full records of older
+    /// versions): absent fields take their defaults.
+    pub(super) fn decode(bytes: &[u8]) -> Option<StoredUsage> {
+        let stored: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_slice(bytes).ok()?;
+        serde_json::from_value(with_defaults(
+            serde_json::to_value(StoredUsage::default()).ok()?,
+            stored,
+        ))
+        .ok()
+    }
+}
+
+/// How a roll-up record is stored.
+pub(super) trait Record: Sized {
+    fn encode(&self) -> Vec<u8>;
+    fn decode(bytes: &[u8]) -> Option<Self>;
+}
+
+impl Record for PackShard {
+    fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        serde_json::from_slice(bytes).ok()
+    }
+}
+
+/// Removes the fields of `v` (an object) that hold their default.
+fn drop_defaults(v: &mut serde_json::Value) {
+    if let serde_json::Value::Object(m) = v {
+        m.retain(|_, x| !is_default_json(x));
+    }
+}
+
+/// `defaults` (an object) overlaid with the fields of `v`.
+fn with_defaults(
+    defaults: serde_json::Value,
+    v: serde_json::Map<String, serde_json::Value>,
+) -> serde_json::Value {
+    let mut full = defaults;
+    if let serde_json::Value::Object(base) = &mut full {
+        base.extend(v);
+    }
+    full
+}
+
+impl Record for RunRollup {
+    /// Compact: default-valued fields are left out, in the record and in
+    /// each per-pack roll-up.
+    fn encode(&self) -> Vec<u8> {
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        if let Some(serde_json::Value::Object(packs)) = v.get_mut("byPack") {
+            for r in packs.values_mut() {
+                drop_defaults(r);
+            }
+        }
+        drop_defaults(&mut v);
+        serde_json::to_vec(&v).unwrap_or_default()
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        let mut m: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_slice(bytes).ok()?;
+        if let Some(serde_json::Value::Object(packs)) = m.get_mut("byPack") {
+            let zero = serde_json::to_value(Rollup::default()).ok()?;
+            for r in packs.values_mut() {
+                let serde_json::Value::Object(fields) = std::mem::take(r) else {
+                    return None;
+                };
+                *r = with_defaults(zero.clone(), fields);
+            }
+        }
+        serde_json::from_value(with_defaults(
+            serde_json::to_value(RunRollup::default()).ok()?,
+            m,
+        ))
+        .ok()
+    }
+}
+
+fn is_default_json(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Number(n) => n.as_f64() == Some(0.0),
+        serde_json::Value::String(s) => s.is_empty(),
+        serde_json::Value::Array(a) => a.is_empty(),
+        serde_json::Value::Object(o) => o.is_empty(),
+        serde_json::Value::Null => true,
+        serde_json::Value::Bool(b) => !b,
+    }
+}
+
+pub(super) fn add_rollup(to: &mut Rollup, r: &Rollup) {
+    to.invocations += r.invocations;
+    to.fuel += r.fuel;
+    to.wall_time_us += r.wall_time_us;
+    to.tool_calls += r.tool_calls;
+    to.effect_claims += r.effect_claims;
+    to.egress_bytes += r.egress_bytes;
+    to.log_bytes += r.log_bytes;
+    to.cost += r.cost;
+    if to.currency.is_empty() {
+        to.currency = r.currency.clone();
+    }
+}
+
+/// `s` cut to at most `max` bytes (on a char boundary), marked with `…`.
+pub(super) fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while end > 0 && !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// An identifier as a key segment: escaped, and past 96 bytes cut and
+/// suffixed with a digest of the whole.
+pub(super) fn key_part(s: &str) -> String {
+    let esc = s.replace('%', "%25").replace('/', "%2F");
+    if esc.len() <= 96 {
+        return esc;
+    }
+    let mut end = 64;
+    while !esc.is_char_boundary(end) {
+        end -= 1;
+    }
+    let digest = wop_core::jcs::sha256_hex(&serde_json::Value::String(s.to_owned()));
+    format!("{}~{}", &esc[..end], &digest[..16])
+}
+
+pub(super) fn pack_label(u: &Usage) -> String {
+    format!("{}@{}", u.pack, u.pack_version)
+}

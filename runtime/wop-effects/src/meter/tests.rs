@@ -1,0 +1,405 @@
+use super::stored::{Record, StoredUsage, pack_label};
+use super::*;
+use crate::store::{MemoryStore, SledStore};
+use std::collections::BTreeMap;
+use wop_core::model::{HostCallRecord, Usage};
+
+fn usage(run: &str, pack: &str, i: u64) -> Usage {
+    Usage {
+        pack: pack.into(),
+        pack_version: "1.0.0".into(),
+        type_id: "hello".into(),
+        tenant_id: "tenant".into(),
+        run_id: run.into(),
+        node_id: format!("node-{i}"),
+        attempt: 1,
+        fuel_limit: 1_000_000,
+        fuel_consumed: 1000 + i,
+        wall_time_us: 20 + i,
+        tool_calls: i % 3,
+        effect_claims: i % 2,
+        egress_bytes_in: 7,
+        log_bytes: 11,
+        cost: 0.25 * (i % 4) as f64,
+        currency: "USD".into(),
+        host_calls: [("log".to_owned(), 2)].into(),
+        host_call_breakdown: (0..40)
+            .map(|j| HostCallRecord {
+                interface: "log".into(),
+                target: Some("t".repeat(300)),
+                fuel_before: j,
+                wall_us: 1,
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// The roll-ups as the old meter computed them: over every record.
+fn reference(
+    all: &[Usage],
+    run: Option<&str>,
+    pack: Option<&str>,
+) -> (BTreeMap<String, Rollup>, BTreeMap<String, Rollup>) {
+    let mut by_run: BTreeMap<String, Rollup> = BTreeMap::new();
+    let mut by_pack: BTreeMap<String, Rollup> = BTreeMap::new();
+    for u in all {
+        if run.is_some_and(|r| r != u.run_id) || pack.is_some_and(|p| p != u.pack) {
+            continue;
+        }
+        for (map, key) in [
+            (&mut by_run, u.run_id.clone()),
+            (&mut by_pack, pack_label(u)),
+        ] {
+            map.entry(key)
+                .or_insert_with(|| Rollup {
+                    currency: "USD".into(),
+                    ..Default::default()
+                })
+                .add(u);
+        }
+    }
+    (by_run, by_pack)
+}
+
+async fn record_all(meter: &Meter, plan: &[(&str, &str, u64)]) -> Vec<Usage> {
+    let mut all = Vec::new();
+    for (run, pack, n) in plan {
+        for i in 0..*n {
+            let u = usage(run, pack, i);
+            meter.record(&u, &u.node_id).await.unwrap();
+            all.push(u);
+        }
+    }
+    all
+}
+
+#[test]
+fn stored_usage_round_trips_compactly() {
+    let mut u = usage("run", "alpha", 3);
+    u.host_call_breakdown.truncate(2);
+    let s = StoredUsage {
+        usage: u.clone(),
+        host_call_breakdown_dropped: 0,
+    };
+    let compact = s.encode();
+    assert!(compact.len() < serde_json::to_vec(&u).unwrap().len());
+    assert_eq!(StoredUsage::decode(&compact).unwrap().usage, u);
+    // A record of the previous version (plain `Usage`) still reads.
+    let old = serde_json::to_vec(&u).unwrap();
+    assert_eq!(StoredUsage::decode(&old).unwrap().usage, u);
+    let zero = StoredUsage::default();
+    assert_eq!(zero.encode(), b"{}");
+    assert_eq!(StoredUsage::decode(b"{}").unwrap().usage, Usage::default());
+    assert!(StoredUsage::decode(b"[1]").is_none());
+}
+
+#[test]
+fn run_rollup_round_trips_compactly() {
+    let mut r = RunRollup {
+        run_id: "r".into(),
+        records_kept: 1,
+        last_at_ms: 5,
+        ..Default::default()
+    };
+    let mut roll = Rollup {
+        currency: "USD".into(),
+        ..Default::default()
+    };
+    roll.add(&usage("r", "alpha", 1));
+    r.by_pack.insert("alpha@1.0.0".into(), roll);
+    r.by_pack.insert("zero@1".into(), Rollup::default());
+    let bytes = r.encode();
+    assert!(bytes.len() < serde_json::to_vec(&r).unwrap().len());
+    assert_eq!(RunRollup::decode(&bytes).unwrap(), r);
+    assert_eq!(
+        RunRollup::decode(&serde_json::to_vec(&r).unwrap()).unwrap(),
+        r
+    );
+    assert!(RunRollup::decode(b"{\"byPack\":{\"a\":1}}").is_none());
+}
+
+#[tokio::test]
+async fn rollups_exact_records_capped_bounded_and_purged() {
+    let kv: Arc<dyn KvStore> = Arc::new(MemoryStore::new());
+    let meter = Meter::with_options(
+        kv.clone(),
+        Prices::default(),
+        MeterOptions {
+            usage_records_per_run: 5,
+            ..Default::default()
+        },
+    );
+    let long_run = "r".repeat(400);
+    let plan = [
+        ("run/1", "alpha", 12),
+        ("run", "beta", 3),
+        ("run/1", "beta", 2),
+        (long_run.as_str(), "alpha", 1),
+    ];
+    let all = record_all(&meter, &plan).await;
+    // Roll-ups equal the old full computation, for every filter.
+    for (run, pack) in [
+        (None, None),
+        (Some("run/1"), None),
+        (Some("run"), None),
+        (None, Some("alpha")),
+        (None, Some("beta")),
+        (Some("run/1"), Some("beta")),
+        (Some(long_run.as_str()), None),
+        (Some("nope"), None),
+    ] {
+        assert_eq!(
+            meter.rollup(run, pack).await.unwrap(),
+            reference(&all, run, pack),
+            "rollup({run:?}, {pack:?})"
+        );
+    }
+    // The cap: the first 5 invocations of a run are kept; one run's
+    // prefix never reaches another's ("run" vs "run/1").
+    assert_eq!(meter.usage(Some("run/1"), None).await.unwrap().len(), 5);
+    assert_eq!(meter.usage(Some("run"), None).await.unwrap().len(), 3);
+    assert_eq!(meter.usage(None, Some("beta")).await.unwrap().len(), 3);
+    let r = meter.run_rollup("run/1").await.unwrap().unwrap();
+    assert_eq!((r.invocations(), r.records_kept), (14, 5));
+    // Bounded size: 40 breakdown entries of 300-byte targets and a
+    // 400-byte run id are cut.
+    let stored = kv.scan_prefix("usage/", usize::MAX).await.unwrap();
+    let max = stored.iter().map(|(_, v)| v.len()).max().unwrap();
+    assert!(max < 2000, "a stored usage record has {max} bytes");
+    let kept = meter.usage(Some(long_run.as_str()), None).await.unwrap();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].host_call_breakdown.len(), 8);
+    assert!(kept[0].run_id.len() <= 128 && kept[0].run_id.ends_with('…'));
+    let raw: serde_json::Value = serde_json::from_slice(&stored[0].1).unwrap();
+    assert_eq!(raw["hostCallBreakdownDropped"], 32);
+    assert!(
+        stored.iter().all(|(k, _)| k.len() < 200),
+        "keys are bounded"
+    );
+    // Roll-ups never read usage records: deleting them changes nothing.
+    let before = meter.rollup(None, None).await.unwrap();
+    for (k, _) in &stored {
+        kv.remove(k).await.unwrap();
+    }
+    assert_eq!(meter.rollup(None, None).await.unwrap(), before);
+    // Retention.
+    let all = record_all(&meter, &plan).await;
+    assert_eq!(meter.purge(0).await.unwrap(), 0);
+    let n = meter.purge(wop_core::time::now_ms() + 1).await.unwrap();
+    // Round two kept only what the caps still allowed: run/1 was full,
+    // "run" had 2 of 5 left, the long run 4.
+    assert_eq!(n, 2 + 1 + 3, "usage records and the 3 idle runs' roll-ups");
+    assert!(meter.usage(None, None).await.unwrap().is_empty());
+    let (by_run, by_pack) = meter.rollup(None, None).await.unwrap();
+    assert!(by_run.is_empty(), "idle runs' roll-ups are purged");
+    // Pack totals are all-time: both rounds of records.
+    let mut twice = all.clone();
+    twice.extend(all);
+    assert_eq!(by_pack, reference(&twice, None, None).1);
+}
+
+async fn concurrent_records_are_exact(kv: Arc<dyn KvStore>) {
+    const TASKS: u64 = 32;
+    let meter = Meter::new(kv, Prices::default());
+    let barrier = Arc::new(tokio::sync::Barrier::new(TASKS as usize));
+    let mut tasks = Vec::new();
+    for i in 0..TASKS {
+        let meter = meter.clone();
+        let barrier = barrier.clone();
+        tasks.push(tokio::spawn(async move {
+            let u = usage("shared-run", "alpha", i);
+            barrier.wait().await;
+            meter.record(&u, &u.node_id).await.unwrap();
+            u
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.push(t.await.unwrap());
+    }
+    let got = meter.rollup(None, None).await.unwrap();
+    let want = reference(&all, None, None);
+    assert_eq!(got.0["shared-run"].invocations, TASKS);
+    assert_eq!(got.0["shared-run"].fuel, want.0["shared-run"].fuel);
+    assert_eq!(got.1["alpha@1.0.0"].invocations, TASKS);
+    assert_eq!(got.1["alpha@1.0.0"].fuel, want.1["alpha@1.0.0"].fuel);
+    assert_eq!(
+        meter.usage(Some("shared-run"), None).await.unwrap().len(),
+        32
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_records_are_exact_on_sled() {
+    let dir = tempfile::tempdir().unwrap();
+    let kv = Arc::new(SledStore::open(&dir.path().join("db")).unwrap());
+    concurrent_records_are_exact(kv).await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_records_are_exact_on_postgres() {
+    let Some(url) = crate::store::conformance::postgres_test_url("meter_records") else {
+        return;
+    };
+    let kv = Arc::new(crate::store::PostgresStore::connect(&url).await.unwrap());
+    concurrent_records_are_exact(kv).await;
+}
+
+/// Charges `attempts` tool calls against run `run`; returns how many
+/// were allowed.
+async fn charge(meter: &Meter, run: &str, attempts: u64) -> u64 {
+    let mut ok = 0;
+    for _ in 0..attempts {
+        let (_, verdict) = meter.charge_tool_call(run, "node", "t:x").await.unwrap();
+        if verdict.is_ok() {
+            ok += 1;
+        }
+    }
+    ok
+}
+
+const BUDGET: u64 = 25;
+
+fn budget() -> RunBudget {
+    RunBudget {
+        max_tool_calls: Some(BUDGET),
+        ..Default::default()
+    }
+}
+
+/// The same budget math on the embedded store: 8 meters over one sled
+/// store, 32 tasks, 320 charges, exactly 25 allowed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn budget_is_shared_by_meters_on_sled() {
+    let dir = tempfile::tempdir().unwrap();
+    let kv: Arc<dyn KvStore> = Arc::new(SledStore::open(&dir.path().join("db")).unwrap());
+    let meters: Vec<Meter> = (0..8)
+        .map(|_| Meter::new(kv.clone(), Prices::default()))
+        .collect();
+    meters[0].open_run("run-s", &budget(), false).await.unwrap();
+    let mut tasks = Vec::new();
+    for t in 0..32 {
+        let meter = meters[t % 8].clone();
+        tasks.push(tokio::spawn(
+            async move { charge(&meter, "run-s", 10).await },
+        ));
+    }
+    let mut allowed = 0;
+    for t in tasks {
+        allowed += t.await.unwrap();
+    }
+    assert_eq!(allowed, BUDGET);
+}
+
+/// Several executors (each its own `Meter` and connection pool) on one
+/// PostgreSQL store, in concurrent tasks, charge one run's budget of 25
+/// tool calls 320 times: exactly 25 succeed.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn budget_is_shared_by_meters_on_postgres() {
+    let Some(url) = crate::store::conformance::postgres_test_url("budget_tasks") else {
+        return;
+    };
+    let mut meters = Vec::new();
+    for _ in 0..8 {
+        let kv = Arc::new(crate::store::PostgresStore::connect(&url).await.unwrap());
+        meters.push(Meter::new(kv, Prices::default()));
+    }
+    meters[0].open_run("run-b", &budget(), false).await.unwrap();
+    let barrier = Arc::new(tokio::sync::Barrier::new(32));
+    let mut tasks = Vec::new();
+    for t in 0..32 {
+        let meter = meters[t % 8].clone();
+        let barrier = barrier.clone();
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            charge(&meter, "run-b", 10).await
+        }));
+    }
+    let mut allowed = 0;
+    for t in tasks {
+        allowed += t.await.unwrap();
+    }
+    assert_eq!(allowed, BUDGET);
+    let ledger = meters[3].ledger("run-b").await.unwrap().unwrap();
+    assert_eq!(ledger.consumed.tool_calls, BUDGET);
+    assert_eq!(ledger.exhausted, Some(Dimension::ToolCalls));
+}
+
+/// The same across processes: this test binary re-runs itself as 4
+/// workers (the ignored test below), each with its own store, charging
+/// 15 times in 4 tasks; exactly 25 of the 240 charges succeed.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn budget_is_shared_by_processes_on_postgres() {
+    let Some(url) = crate::store::conformance::postgres_test_url("budget_procs") else {
+        return;
+    };
+    let kv = Arc::new(crate::store::PostgresStore::connect(&url).await.unwrap());
+    let meter = Meter::new(kv, Prices::default());
+    meter.open_run("run-p", &budget(), false).await.unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut children = Vec::new();
+    for _ in 0..4 {
+        children.push(
+            tokio::process::Command::new(&exe)
+                .args([
+                    "--exact",
+                    "meter::tests::budget_worker_process",
+                    "--ignored",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env("WOP_BUDGET_WORKER_URL", &url)
+                .output(),
+        );
+    }
+    let mut allowed = 0;
+    for c in children {
+        let out = c.await.unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "worker failed: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let n: u64 = stdout
+            .lines()
+            .find_map(|l| l.split("WORKER_ALLOWED ").nth(1))
+            .unwrap_or_else(|| panic!("no count from worker: {stdout}"))
+            .trim()
+            .parse()
+            .unwrap();
+        allowed += n;
+    }
+    assert_eq!(allowed, BUDGET);
+    let ledger = meter.ledger("run-p").await.unwrap().unwrap();
+    assert_eq!(ledger.consumed.tool_calls, BUDGET);
+}
+
+/// The worker of `budget_is_shared_by_processes_on_postgres`; does
+/// nothing unless started by it.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a worker process started by budget_is_shared_by_processes_on_postgres"]
+async fn budget_worker_process() {
+    let Ok(url) = std::env::var("WOP_BUDGET_WORKER_URL") else {
+        return;
+    };
+    let kv = Arc::new(crate::store::PostgresStore::connect(&url).await.unwrap());
+    let meter = Meter::new(kv, Prices::default());
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let meter = meter.clone();
+        tasks.push(tokio::spawn(
+            async move { charge(&meter, "run-p", 15).await },
+        ));
+    }
+    let mut allowed = 0;
+    for t in tasks {
+        allowed += t.await.unwrap();
+    }
+    println!("WORKER_ALLOWED {allowed}");
+}

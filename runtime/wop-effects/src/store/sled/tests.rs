@@ -1,0 +1,212 @@
+use super::*;
+use std::sync::Arc;
+
+#[tokio::test]
+async fn durable_across_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested/db");
+    {
+        let store = SledStore::open(&path).unwrap();
+        assert_eq!(store.backend(), "sled");
+        assert_eq!(
+            store
+                .compare_and_swap("claim/1", None, Some(b"claimed".to_vec()))
+                .await
+                .unwrap(),
+            Ok(())
+        );
+        store.put("other", b"x".to_vec()).await.unwrap();
+        store.put("gone", b"y".to_vec()).await.unwrap();
+        store.remove("gone").await.unwrap();
+        assert!(store.flushes() >= 1);
+    }
+    let store = SledStore::open(&path).unwrap();
+    assert_eq!(
+        store.get("claim/1").await.unwrap().as_deref(),
+        Some(&b"claimed"[..])
+    );
+    assert_eq!(
+        store.get("other").await.unwrap().as_deref(),
+        Some(&b"x"[..])
+    );
+    assert_eq!(store.get("gone").await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn second_open_of_locked_path_is_unavailable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let _first = SledStore::open(&path).unwrap();
+    match SledStore::open(&path) {
+        Err(StoreError::Unavailable(msg)) => {
+            assert!(msg.contains(&path.display().to_string()), "{msg}");
+            assert!(msg.contains("another wop process"), "{msg}");
+        }
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn failed_cas_does_not_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(&dir.path().join("db")).unwrap();
+    store
+        .compare_and_swap("k", None, Some(b"1".to_vec()))
+        .await
+        .unwrap()
+        .unwrap();
+    let before = store.flushes();
+    assert_eq!(
+        store
+            .compare_and_swap("k", None, Some(b"2".to_vec()))
+            .await
+            .unwrap(),
+        Err(Some(b"1".to_vec()))
+    );
+    assert_eq!(store.flushes(), before);
+}
+
+/// Item: a read must not return another writer's value before it is
+/// durable. The writer's flush is slowed down (`flush_delay`) so that
+/// its value sits in sled's index, visible but not flushed, for 300 ms;
+/// readers poll meanwhile. Without the pending-key rule, the first read
+/// that sees the value returns while no flush has completed (the
+/// assertion on `flushes_completed` fails); with it, the read returns
+/// only after a flush that started after the write completed.
+///
+/// Limits: this proves ordering against sled's flush, not against a
+/// real power loss (the process is not crashed, and the OS page cache
+/// is not bypassed); it relies on `flush()` covering every write that
+/// completed in the index before it started, as group commit does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn reads_never_see_values_before_they_are_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        SledStore::open(&dir.path().join("db"))
+            .unwrap()
+            .with_flush_delay(std::time::Duration::from_millis(300)),
+    );
+    for round in 0..3u64 {
+        let key = format!("effect/e{round}");
+        let before = store.flushes_completed();
+        let writer = {
+            let store = store.clone();
+            let key = key.clone();
+            tokio::spawn(async move {
+                store
+                    .compare_and_swap(&key, None, Some(b"completed".to_vec()))
+                    .await
+                    .unwrap()
+                    .unwrap();
+            })
+        };
+        // Three ways to read: get, a losing claim, a scan.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let seen = match round {
+                0 => store.get(&key).await.unwrap().is_some(),
+                // A CAS that never wins: it reports the current value.
+                1 => store
+                    .compare_and_swap(&key, Some(b"never"), Some(b"mine".to_vec()))
+                    .await
+                    .unwrap()
+                    .is_err_and(|cur| cur.as_deref() == Some(&b"completed"[..])),
+                _ => !store.scan_prefix("effect/e2", 10).await.unwrap().is_empty(),
+            };
+            if seen {
+                assert!(
+                    store.flushes_completed() > before,
+                    "round {round}: a read returned a value before any flush covered it"
+                );
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline);
+            tokio::task::yield_now().await;
+        }
+        writer.await.unwrap();
+    }
+    assert!(
+        store.read_waits() >= 3,
+        "reads waited: {}",
+        store.read_waits()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn idle_reads_do_not_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(&dir.path().join("db")).unwrap();
+    store.put("a", b"1".to_vec()).await.unwrap();
+    let flushes = store.flushes();
+    for _ in 0..100 {
+        assert_eq!(store.get("a").await.unwrap(), Some(b"1".to_vec()));
+        assert_eq!(store.scan_prefix("", 10).await.unwrap().len(), 1);
+    }
+    assert_eq!(store.flushes(), flushes);
+    assert_eq!(store.read_waits(), 0);
+    assert!(store.pending().is_empty());
+}
+
+async fn concurrent_inserts(path: &Path, options: SledOptions, n: usize) -> u64 {
+    let store = Arc::new(SledStore::open_with(path, options).unwrap());
+    let barrier = Arc::new(tokio::sync::Barrier::new(n));
+    let mut tasks = Vec::new();
+    for i in 0..n {
+        let store = store.clone();
+        let barrier = barrier.clone();
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            store
+                .compare_and_swap(&format!("k/{i:03}"), None, Some(i.to_string().into_bytes()))
+                .await
+                .unwrap()
+                .unwrap();
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    store.flushes()
+}
+
+async fn assert_all_present(path: &Path, n: usize) {
+    let store = SledStore::open(path).unwrap();
+    let all = store.scan_prefix("k/", usize::MAX).await.unwrap();
+    assert_eq!(all.len(), n);
+    for (i, (k, v)) in all.into_iter().enumerate() {
+        assert_eq!(k, format!("k/{i:03}"));
+        assert_eq!(v, i.to_string().into_bytes());
+    }
+}
+
+// A current-thread runtime makes the count deterministic: every task
+// finishes its CAS and queues for the flush lock while the first flush
+// runs on sled's thread pool, so the rest share one further flush.
+#[tokio::test(flavor = "current_thread")]
+async fn group_commit_shares_flushes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let flushes = concurrent_inserts(&path, SledOptions::default(), 64).await;
+    assert!(flushes >= 1);
+    assert!(
+        flushes < 64,
+        "group commit issued {flushes} flushes for 64 writes"
+    );
+    assert_all_present(&path, 64).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn without_group_commit_every_write_flushes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let flushes = concurrent_inserts(
+        &path,
+        SledOptions {
+            group_commit: false,
+        },
+        64,
+    )
+    .await;
+    assert_eq!(flushes, 64);
+    assert_all_present(&path, 64).await;
+}

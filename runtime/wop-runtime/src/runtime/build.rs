@@ -1,0 +1,219 @@
+//! Building a [`Runtime`] from its configuration: the config, the gate and `new`.
+
+use super::{Inner, Nested, Runtime};
+use crate::cache::CompileCache;
+use crate::registry::Registry;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use wop_core::error::ConfigError;
+use wop_core::events::EventSink;
+use wop_core::policy::Policy;
+use wop_effects::Meter;
+use wop_effects::effects::{EffectTimings, Effects};
+use wop_effects::store::KvStore;
+use wop_gate::http_tool::HttpTool;
+use wop_gate::pack_tool::{InvokerSlot, NodeInvoker, PackTool};
+use wop_gate::tools::{
+    Egress, RegisteredTool, ToolAuth, ToolDescriptor, ToolProvider, ToolRegistry, ToolSource,
+};
+use wop_gate::{Gate, GateConfig};
+
+/// How to build a [`Runtime`].
+#[derive(Clone, Default)]
+pub struct RuntimeConfig {
+    policy: Policy,
+    cache_dir: Option<PathBuf>,
+    sink: Option<Arc<dyn EventSink>>,
+    effect_store: Option<Arc<dyn KvStore>>,
+    executor_id: Option<String>,
+    tools: Vec<RegisteredTool>,
+    resolver: Option<Arc<dyn wop_gate::Resolver>>,
+}
+
+impl RuntimeConfig {
+    /// A configuration with the default policy, no disk cache and no sink.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The operator policy. By default: default limits, no grants beyond
+    /// the base capabilities.
+    pub fn policy(&mut self, policy: Policy) -> &mut Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Where compiled packs are cached on disk. By default nothing is
+    /// written to disk (compilation is still cached in memory).
+    pub fn cache_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Receives every event. By default events are only returned in reports.
+    pub fn event_sink(&mut self, sink: Arc<dyn EventSink>) -> &mut Self {
+        self.sink = Some(sink);
+        self
+    }
+
+    /// Where effect claims are stored. By default an in-memory store, which
+    /// does **not** survive a restart; use a [`crate::store::SledStore`]
+    /// (the embedded durable default of the CLI) or share one store between
+    /// executors so duplicates across processes are caught.
+    pub fn effect_store(&mut self, store: Arc<dyn KvStore>) -> &mut Self {
+        self.effect_store = Some(store);
+        self
+    }
+
+    /// This executor's identity in effect claims. By default
+    /// `wop-<pid>-<start time>`.
+    pub fn executor_id(&mut self, id: impl Into<String>) -> &mut Self {
+        self.executor_id = Some(id.into());
+        self
+    }
+
+    /// How safe-fetch resolves host names. By default the system resolver
+    /// ([`crate::egress::SystemResolver`]). Every answer is still judged
+    /// whole by the egress guard; tests inject fakes here.
+    pub fn resolver(&mut self, resolver: Arc<dyn wop_gate::Resolver>) -> &mut Self {
+        self.resolver = Some(resolver);
+        self
+    }
+
+    /// Registers a tool implemented by the embedder (`host-extension`).
+    /// By default there are none.
+    pub fn tool(&mut self, tool: RegisteredTool) -> &mut Self {
+        self.tools.push(tool);
+        self
+    }
+}
+
+fn build_gate(config: &RuntimeConfig, me: &InvokerSlot) -> Result<Gate, ConfigError> {
+    let policy = &config.policy;
+    let e = &policy.effects;
+    let max_result_bytes = e.max_result_bytes.unwrap_or(1 << 20);
+    let mut registry = ToolRegistry::default();
+    for t in &policy.tools {
+        let provider: Arc<dyn ToolProvider> = match (&t.url, &t.pack_type) {
+            (Some(url), None) => Arc::new(
+                HttpTool::new(url, t.method.as_deref().unwrap_or("POST"), max_result_bytes)
+                    .map_err(|m| ConfigError::Policy(format!("tools `{}`: {m}", t.id)))?,
+            ),
+            (None, Some(ty)) => Arc::new(PackTool::new(
+                ty.clone(),
+                e.max_tool_depth.unwrap_or(3),
+                me.clone(),
+            )),
+            _ => {
+                return Err(ConfigError::Policy(format!(
+                    "tools `{}`: set exactly one of url or packType",
+                    t.id
+                )));
+            }
+        };
+        let mut d = ToolDescriptor::new(
+            t.id.clone(),
+            if t.url.is_some() {
+                ToolSource::Connector
+            } else {
+                ToolSource::NodePack
+            },
+            t.safety_tier,
+        );
+        d.title = t.title.clone();
+        d.description = t.description.clone();
+        d.input_schema = t.input_schema.clone();
+        d.replay_policy = t.replay_policy;
+        d.auth = (!t.scopes.is_empty()).then(|| ToolAuth {
+            scopes: t.scopes.clone(),
+            credential_ref: false,
+        });
+        d.egress = Some(if t.url.is_some() {
+            Egress::HostOwned
+        } else {
+            Egress::None
+        });
+        registry
+            .register(RegisteredTool {
+                descriptor: d,
+                tenants: t.tenants.clone(),
+                rate: t.rate_limit,
+                timeout: Duration::from_millis(t.timeout_ms.unwrap_or(10_000)),
+                provider,
+            })
+            .map_err(ConfigError::Policy)?;
+    }
+    for t in &config.tools {
+        registry.register(t.clone()).map_err(ConfigError::Policy)?;
+    }
+    let kv = config
+        .effect_store
+        .clone()
+        .unwrap_or_else(|| Arc::new(wop_effects::store::MemoryStore::new()));
+    let executor = config
+        .executor_id
+        .clone()
+        .unwrap_or_else(|| format!("wop-{}-{}", std::process::id(), wop_core::time::now_ms()));
+    let lease_ms = e
+        .lease_ms
+        .unwrap_or_else(|| policy.limits().wall_clock_ms.saturating_add(5_000));
+    Ok(Gate::new(
+        registry,
+        Effects::new(kv, executor),
+        GateConfig {
+            timings: EffectTimings {
+                lease: Duration::from_millis(lease_ms),
+                in_flight_wait: Duration::from_millis(e.in_flight_wait_ms.unwrap_or(2_000)),
+                poll: Duration::from_millis(25),
+            },
+            max_result_bytes,
+        },
+    ))
+}
+
+impl Runtime {
+    /// Builds a runtime. The wasm engine is created once per process and
+    /// shared by every runtime.
+    pub fn new(config: &RuntimeConfig) -> Result<Runtime, ConfigError> {
+        let engine = crate::engine::engine()?;
+        let linker = crate::host::linker(engine)
+            .map_err(|e| ConfigError::Engine(format!("cannot link host interfaces: {e:#}")))?;
+        if let Some(d) = &config.cache_dir {
+            std::fs::create_dir_all(d).map_err(|e| {
+                ConfigError::Io(format!("cannot create cache dir {}: {e}", d.display()))
+            })?;
+        }
+        let me: InvokerSlot = Arc::new(OnceLock::new());
+        let gate = Arc::new(build_gate(config, &me)?);
+        let mcp = wop_gate::mcp::McpGateway::new(config.policy.mcp.servers.clone())
+            .map_err(ConfigError::Policy)?;
+        let meter = Meter::new(gate.effects().kv().clone(), config.policy.prices.clone());
+        let rt = Runtime {
+            inner: Arc::new(Inner {
+                gate,
+                egress: Arc::new(wop_gate::Egress::new(
+                    config.policy.egress.settings(),
+                    config.resolver.clone(),
+                )),
+                meter,
+                engine,
+                fingerprint: crate::engine::fingerprint(engine),
+                linker,
+                cache: CompileCache::new(config.cache_dir.clone()),
+                policy: config.policy.clone(),
+                sink: config.sink.clone(),
+                registry: Registry::default(),
+                instantiations: AtomicU64::new(0),
+                nested: OnceLock::new(),
+                mcp: Arc::new(mcp),
+            }),
+        };
+        let invoker: Arc<dyn NodeInvoker> = Arc::new(Nested(Arc::downgrade(&rt.inner)));
+        let _ = me.set(Arc::downgrade(&invoker));
+        // The slot holds a weak link; keep the invoker alive with the runtime.
+        let _ = rt.inner.nested.set(invoker);
+        Ok(rt)
+    }
+}

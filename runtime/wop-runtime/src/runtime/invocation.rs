@@ -1,0 +1,312 @@
+//! The invoke path: admission, the run's ledger, a fresh sandbox, metering.
+
+use super::Runtime;
+use crate::bindings::{node, types};
+use crate::invoke::{Call, ExecParams, Returned, execute};
+use crate::registry::{ComponentPack, PackKind};
+use crate::state::InvocationScope;
+use std::time::Instant;
+use wop_core::admission::{AdmissionInput, Binding, admit};
+use wop_core::budget::RunBounds;
+use wop_core::classify::{Fault, classify};
+use wop_core::error::{ErrorCode, NodeError};
+use wop_core::events::{Event, Transport};
+use wop_core::limits::Limits;
+use wop_core::model::{InvocationReport, InvokeRequest, Outcome, Usage};
+use wop_gate::{CallSite, MeterSite, PackEgress};
+
+/// What one component invocation runs with, after admission.
+struct ComponentRun {
+    scope: InvocationScope,
+    site: CallSite,
+    egress: PackEgress,
+    limits: Limits,
+    bounds: RunBounds,
+    binding: Binding,
+}
+
+impl Runtime {
+    pub(super) fn params<'a>(
+        &'a self,
+        pack: &'a ComponentPack,
+        scope: InvocationScope,
+        site: CallSite,
+    ) -> ExecParams<'a> {
+        ExecParams {
+            engine: self.inner.engine,
+            pre: &pack.pre,
+            scope,
+            limits: pack.inspection.limits,
+            fs: pack.inspection.filesystem.as_ref(),
+            instantiations: &self.inner.instantiations,
+            gate: self.inner.gate.clone(),
+            site,
+            egress: None,
+            mcp: None,
+            bounds: RunBounds::default(),
+            binding: Binding::default(),
+            breakdown: self.breakdown(),
+        }
+    }
+
+    /// Whether the per-host-call breakdown is recorded (policy
+    /// `[metering] hostCallBreakdown`, on by default).
+    fn breakdown(&self) -> bool {
+        self.inner
+            .policy
+            .metering
+            .host_call_breakdown
+            .unwrap_or(true)
+    }
+
+    /// Runs one node invocation in a fresh sandbox. Never panics on
+    /// anything the pack does; every failure is in the report's outcome.
+    pub async fn invoke(&self, req: InvokeRequest) -> InvocationReport {
+        self.invoke_at_depth(req, 0).await
+    }
+
+    pub(crate) async fn invoke_at_depth(&self, req: InvokeRequest, depth: u32) -> InvocationReport {
+        // The pack: a component, or an ABI v1 core module (its own
+        // execution path; the same metering, budgets and bounds below).
+        let Some(pack) = self.inner.registry.get(&req.type_id) else {
+            return InvocationReport {
+                outcome: Err(NodeError::runtime(
+                    ErrorCode::NotFound,
+                    format!(
+                        "no loaded pack implements node type `{}`; load its pack first",
+                        req.type_id
+                    ),
+                    wop_core::details! {"typeId" => req.type_id},
+                )),
+                events: Vec::new(),
+                usage: Default::default(),
+            };
+        };
+        let inspection = pack.inspection();
+        let policy = &self.inner.policy;
+        let node_id = req.context.node_id.clone();
+        let budget = req.budget.unwrap_or_else(|| policy.runs.budget());
+        let bounds = req.bounds.unwrap_or_else(|| policy.runs.bounds());
+
+        // The run's ledger: budget reserved at its first invocation.
+        let mut events = Vec::new();
+        let refuse = |events: Vec<Event>, fault: Fault| {
+            let c = classify(&fault, &node_id);
+            let mut events = events;
+            events.extend(c.breach);
+            (Err(c.error), events)
+        };
+        let ledger = match budget.validate() {
+            Err(e) => {
+                return self.report(
+                    &req,
+                    Err(NodeError::runtime(
+                        ErrorCode::ValidationError,
+                        format!("invalid run budget: {e}"),
+                        Default::default(),
+                    )),
+                    events,
+                    Usage::default(),
+                );
+            }
+            Ok(()) => {
+                match self
+                    .inner
+                    .meter
+                    .open_run(
+                        &req.context.run_id,
+                        &budget,
+                        bounds.run_timeout_ms.is_some(),
+                    )
+                    .await
+                {
+                    Ok((l, ev)) => {
+                        events.extend(ev);
+                        l
+                    }
+                    Err(e) => {
+                        return self.report(&req, Err(NodeError::runtime(ErrorCode::InternalError, format!("the run's budget could not be read, so the node did not run: {e}"), Default::default())), events, Usage::default());
+                    }
+                }
+            }
+        };
+        let admitted = admit(AdmissionInput {
+            ledger: &ledger,
+            bounds: &bounds,
+            limits: inspection.limits,
+            request: &inspection.manifest.wop.limits,
+            fuel_ceiling: policy.limits().fuel,
+            inputs: &req.inputs,
+            now_ms: wop_core::time::now_ms(),
+        });
+        let (limits, binding) = match admitted {
+            Ok(a) => (a.limits, a.binding),
+            Err(fault) => {
+                let (outcome, events) = refuse(events, fault);
+                return self.report(&req, outcome, events, Usage::default());
+            }
+        };
+
+        let (outcome, exec_events, mut usage) = match pack.as_ref() {
+            PackKind::AbiV1(core) => {
+                let r = core
+                    .invoke(
+                        &req,
+                        &self.inner.instantiations,
+                        limits,
+                        binding,
+                        self.breakdown(),
+                    )
+                    .await;
+                (r.outcome, r.events, r.usage)
+            }
+            PackKind::Component(pack) => {
+                let m = &pack.inspection.manifest;
+                let scope = InvocationScope {
+                    run_id: req.context.run_id.clone(),
+                    node_id: req.context.node_id.clone(),
+                    tenant_id: req.context.tenant_id.clone(),
+                    attempt: req.context.attempt,
+                    type_id: req.type_id.clone(),
+                    capabilities: pack.inspection.effective.clone(),
+                };
+                let site = CallSite {
+                    principal: req.principal.clone(),
+                    context: req.context.clone(),
+                    pack: m.name.clone(),
+                    declared: m.wop.tools.clone(),
+                    granted: policy.grant(&m.name).tools,
+                    // Set when the invocation starts.
+                    deadline: Instant::now(),
+                    depth,
+                    transport: Transport::Native,
+                    // Tool calls are charged to the run only when it has a budget.
+                    meter: (!ledger.budget.is_empty()).then(|| MeterSite {
+                        meter: self.inner.meter.clone(),
+                        run_id: req.context.run_id.clone(),
+                        node_id: node_id.clone(),
+                    }),
+                };
+                let egress = PackEgress {
+                    engine: self.inner.egress.clone(),
+                    allow: pack.inspection.egress.allow.clone(),
+                };
+                let run = ComponentRun {
+                    scope,
+                    site,
+                    egress,
+                    limits,
+                    bounds,
+                    binding,
+                };
+                self.run_component(pack, &req, run).await
+            }
+        };
+        events.extend(exec_events);
+
+        // Cost, persistence and the budget's view of this invocation.
+        let prices = self.inner.meter.prices();
+        usage.currency = prices.currency.clone();
+        usage.cost = prices.invocation_cost(&usage) + prices.tool_call_total(&usage);
+        // A budget breach reported by the sandbox (fuel budget) follows the
+        // ledger's `budget.exhausted`: exhausted → cap.breached.
+        let (budget_breaches, rest): (Vec<Event>, Vec<Event>) = std::mem::take(&mut events)
+            .into_iter()
+            .partition(|e| matches!(e, Event::CapBreached { kind, .. } if kind == "budget-fuel"));
+        events = rest;
+        match self.inner.meter.record(&usage, &node_id).await {
+            Ok(ev) => events.extend(ev),
+            Err(e) => tracing::error!(run = %usage.run_id, error = %e, "cannot persist usage"),
+        }
+        events.extend(budget_breaches);
+        self.report(&req, outcome, events, usage)
+    }
+
+    /// Runs a component pack's `invoke` in a fresh sandbox.
+    async fn run_component(
+        &self,
+        pack: &ComponentPack,
+        req: &InvokeRequest,
+        run: ComponentRun,
+    ) -> (Result<Outcome, NodeError>, Vec<Event>, Usage) {
+        let ComponentRun {
+            scope,
+            site,
+            egress,
+            limits,
+            bounds,
+            binding,
+        } = run;
+        let m = &pack.inspection.manifest;
+        let wit_req = node::Request {
+            context: types::NodeContext {
+                run_id: req.context.run_id.clone(),
+                node_id: req.context.node_id.clone(),
+                tenant_id: req.context.tenant_id.clone(),
+                attempt: req.context.attempt,
+                type_id: req.type_id.clone(),
+            },
+            inputs: req.inputs.to_string(),
+            config: req.config.to_string(),
+            resume: req.resume.as_ref().map(|v| v.to_string()),
+        };
+        let mut params = self.params(pack, scope, site);
+        params.limits = limits;
+        params.bounds = bounds;
+        params.egress = Some(egress);
+        params.mcp = Some(
+            self.inner
+                .mcp
+                .for_pack(m.wop.mcp.clone(), self.inner.policy.grant(&m.name).mcp),
+        );
+        params.binding = binding;
+        let exec = execute(params, Call::Invoke(wit_req)).await;
+        let mut usage = exec.usage;
+        usage.pack = m.name.clone();
+        usage.pack_version = m.version.clone();
+        let mut events = exec.events;
+        let outcome = match exec.result {
+            Ok(Returned::Invoke(r)) => {
+                let (r, size) = wop_core::outcome::interpret(
+                    crate::invoke::pack_return(r),
+                    limits.output_bytes,
+                    true,
+                    &exec.verdicts,
+                    &req.context.node_id,
+                );
+                usage.output_bytes = size;
+                r.map_err(|c| {
+                    events.extend(c.breach);
+                    c.error
+                })
+            }
+            Ok(Returned::Describe(_)) => Err(NodeError::runtime(
+                ErrorCode::InternalError,
+                "invoke returned a describe result",
+                Default::default(),
+            )),
+            Err(c) => Err(c.error),
+        };
+        (outcome, events, usage)
+    }
+
+    /// Delivers events to the sink and builds the report.
+    fn report(
+        &self,
+        req: &InvokeRequest,
+        outcome: Result<Outcome, NodeError>,
+        events: Vec<Event>,
+        usage: Usage,
+    ) -> InvocationReport {
+        if let Some(sink) = &self.inner.sink {
+            for e in &events {
+                sink.emit(&req.context.run_id, &req.context.node_id, e);
+            }
+        }
+        InvocationReport {
+            outcome,
+            events,
+            usage,
+        }
+    }
+}
