@@ -360,9 +360,10 @@ pub struct Exhausted {
     pub attempted: f64,
 }
 
-/// A roll-up of usage records.
+/// A roll-up of usage records. Absent fields read as zero (stores keep
+/// roll-ups without their zero fields).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct Rollup {
     /// Invocations counted.
     pub invocations: u64,

@@ -9,8 +9,13 @@
 //! - `rollup/run/<run>`: the run's roll-up, per pack ([`RunRollup`]),
 //!   updated with compare-and-swap by every [`Meter::record`]; exact.
 //! - `rollup/pack/<pack@version>/<shard>`: the pack's all-time roll-up,
-//!   split over [`PACK_SHARDS`] records (a recorder picks one) so that
-//!   concurrent recorders rarely contend; exact (the sum of the shards).
+//!   split over [`PACK_SHARDS`] records (a process picks one by its id) so
+//!   that executors sharing a store rarely contend; exact (the sum of the
+//!   shards).
+//!
+//! Concurrent recorders of one roll-up record in one process share one
+//! compare-and-swap (group commit, `combine.rs`); each returns only once
+//! the write carrying its invocation is stored.
 //! - `usage/<run>/<ms>-<pid>-<seq>`: one invocation's
 //!   [`Usage`](wop_core::model::Usage), kept only for the first
 //!   [`MeterOptions::usage_records_per_run`] invocations of a run and
@@ -28,6 +33,7 @@ use crate::store::{KvStore, StoreError};
 use std::sync::Arc;
 use wop_core::budget::*;
 
+mod combine;
 mod ledger;
 mod queries;
 mod recording;
@@ -47,6 +53,9 @@ pub enum MeterError {
     /// Contention did not settle.
     #[error("the ledger of run {0} is changing too fast; retry")]
     Contended(String),
+    /// The grouped roll-up write that carried this invocation failed.
+    #[error("usage roll-up: {0}")]
+    Batch(String),
 }
 
 /// How many records a pack's roll-up is split over.
@@ -87,6 +96,8 @@ pub struct Meter {
     kv: Arc<dyn KvStore>,
     prices: Prices,
     options: MeterOptions,
+    /// Group commit of the roll-up records, shared by this meter's clones.
+    rollups: Arc<recording::Rollups>,
 }
 
 impl Meter {
@@ -101,6 +112,7 @@ impl Meter {
             kv,
             prices,
             options,
+            rollups: Arc::default(),
         }
     }
 

@@ -1,8 +1,13 @@
 //! Recording a finished invocation: ledger, roll-ups and kept usage records.
 
-use super::stored::{PackShard, Record, RunRollup, StoredUsage, cut, key_part, pack_label};
+use super::combine::Combiner;
+use super::stored::{
+    PackShard, Record, RunRollup, StoredUsage, add_rollup, cut, key_part, pack_label,
+};
 use super::{Meter, MeterError, PACK_SHARDS};
+use crate::store::KvStore;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use wop_core::budget::*;
 use wop_core::events::Event;
 use wop_core::model::Usage;
@@ -55,40 +60,39 @@ impl Meter {
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let now = wop_core::time::now_ms();
         let label = pack_label(usage);
-        let cap = self.options.usage_records_per_run;
-        // The run's roll-up; decides whether this invocation's record is kept.
+        let mut delta = Rollup {
+            currency: self.prices.currency.clone(),
+            ..Default::default()
+        };
+        delta.add(usage);
+        // The run's roll-up (which decides whether this invocation's record
+        // is kept) and this process's shard of the pack's roll-up, written
+        // together; each grouped with concurrent recorders of the same key.
         let run_key = Self::run_rollup_key(&usage.run_id);
-        let run = self
-            .cas_update::<RunRollup>(&run_key, |r| {
-                let mut r = r.unwrap_or_else(|| RunRollup {
-                    run_id: usage.run_id.clone(),
-                    ..Default::default()
-                });
-                self.entry(r.by_pack.entry(label.clone())).add(usage);
-                if r.records_kept < cap {
-                    r.records_kept += 1;
-                }
-                r.last_at_ms = r.last_at_ms.max(now);
-                r
-            })
-            .await?;
-        let keep = run.invocations() <= cap;
-        // One shard of the pack's roll-up.
-        let shard = (u64::from(std::process::id()) + seq) % PACK_SHARDS;
-        let pack_key = format!("rollup/pack/{}/{shard}", key_part(&label));
-        self.cas_update::<PackShard>(&pack_key, |p| {
-            let mut p = p.unwrap_or_else(|| PackShard {
-                pack: usage.pack.clone(),
-                pack_version: usage.pack_version.clone(),
-                rollup: Rollup {
-                    currency: self.prices.currency.clone(),
-                    ..Default::default()
-                },
-            });
-            p.rollup.add(usage);
-            p
-        })
-        .await?;
+        let pack_key = format!(
+            "rollup/pack/{}/{}",
+            key_part(&label),
+            u64::from(std::process::id()) % PACK_SHARDS
+        );
+        let run_write = self.rollups.run.submit(
+            &run_key,
+            RunDelta {
+                label: label.clone(),
+                rollup: delta.clone(),
+                at_ms: now,
+            },
+            |batch| {
+                let (kv, key, run) = (self.kv.clone(), run_key.clone(), usage.run_id.clone());
+                let cap = self.options.usage_records_per_run;
+                async move { write_run(kv, &key, &run, cap, batch).await }
+            },
+        );
+        let pack_write = self.rollups.pack.submit(&pack_key, delta, |batch| {
+            let (kv, key) = (self.kv.clone(), pack_key.clone());
+            let (pack, version) = (usage.pack.clone(), usage.pack_version.clone());
+            async move { write_pack(kv, &key, pack, version, batch).await }
+        });
+        let (keep, ()) = tokio::try_join!(run_write, pack_write)?;
         if keep {
             let key = format!(
                 "usage/{}/{now:013}-{}-{seq}",
@@ -99,16 +103,6 @@ impl Meter {
             self.kv.put(&key, stored.encode()).await?;
         }
         Ok(events)
-    }
-
-    fn entry<'a>(
-        &self,
-        e: std::collections::btree_map::Entry<'a, String, Rollup>,
-    ) -> &'a mut Rollup {
-        e.or_insert_with(|| Rollup {
-            currency: self.prices.currency.clone(),
-            ..Default::default()
-        })
     }
 
     pub(super) fn run_rollup_key(run: &str) -> String {
@@ -163,33 +157,101 @@ impl Meter {
             host_call_breakdown_dropped: dropped as u64,
         }
     }
+}
 
-    /// Read-modify-write of one JSON record with compare-and-swap.
-    async fn cas_update<T: Record>(
-        &self,
-        key: &str,
-        mut f: impl FnMut(Option<T>) -> T,
-    ) -> Result<T, MeterError> {
-        let mut cur = self.kv.get(key).await?;
-        for _ in 0..MAX_ROLLUP_ROUNDS {
-            let old = match &cur {
-                Some(b) => Some(T::decode(b).ok_or_else(|| MeterError::Corrupt(key.to_owned()))?),
-                None => None,
-            };
-            let next = f(old);
-            let bytes = next.encode();
-            match self
-                .kv
-                .compare_and_swap(key, cur.as_deref(), Some(bytes))
-                .await?
-            {
-                Ok(()) => return Ok(next),
-                Err(actual) => {
-                    cur = actual;
-                    tokio::task::yield_now().await;
-                }
+/// The roll-up records' group commits (see `combine.rs`).
+#[derive(Default)]
+pub(super) struct Rollups {
+    /// `rollup/run/<run>`: output = keep this invocation's usage record.
+    run: Combiner<RunDelta, bool>,
+    /// `rollup/pack/<pack@version>/<shard>`.
+    pack: Combiner<Rollup, ()>,
+}
+
+/// One invocation's contribution to its run's roll-up.
+pub(super) struct RunDelta {
+    label: String,
+    rollup: Rollup,
+    at_ms: u64,
+}
+
+/// Folds `batch` (in order) into the run's roll-up; for each delta, whether
+/// its usage record is kept (the run's first `cap` invocations are).
+async fn write_run(
+    kv: Arc<dyn KvStore>,
+    key: &str,
+    run: &str,
+    cap: u64,
+    batch: Vec<RunDelta>,
+) -> Result<Vec<bool>, MeterError> {
+    let mut keep = Vec::with_capacity(batch.len());
+    cas_update::<RunRollup>(&*kv, key, |r| {
+        let mut r = r.unwrap_or_else(|| RunRollup {
+            run_id: run.to_owned(),
+            ..Default::default()
+        });
+        keep.clear();
+        for d in &batch {
+            add_rollup(r.by_pack.entry(d.label.clone()).or_default(), &d.rollup);
+            if r.records_kept < cap {
+                r.records_kept += 1;
+            }
+            r.last_at_ms = r.last_at_ms.max(d.at_ms);
+            keep.push(r.invocations() <= cap);
+        }
+        r
+    })
+    .await?;
+    Ok(keep)
+}
+
+/// Folds `batch` into one shard of the pack's roll-up.
+async fn write_pack(
+    kv: Arc<dyn KvStore>,
+    key: &str,
+    pack: String,
+    pack_version: String,
+    batch: Vec<Rollup>,
+) -> Result<Vec<()>, MeterError> {
+    cas_update::<PackShard>(&*kv, key, |p| {
+        let mut p = p.unwrap_or_else(|| PackShard {
+            pack: pack.clone(),
+            pack_version: pack_version.clone(),
+            rollup: Rollup::default(),
+        });
+        for d in &batch {
+            add_rollup(&mut p.rollup, d);
+        }
+        p
+    })
+    .await?;
+    Ok(vec![(); batch.len()])
+}
+
+/// Read-modify-write of one JSON record with compare-and-swap.
+async fn cas_update<T: Record>(
+    kv: &dyn KvStore,
+    key: &str,
+    mut f: impl FnMut(Option<T>) -> T,
+) -> Result<T, MeterError> {
+    let mut cur = kv.get(key).await?;
+    for _ in 0..MAX_ROLLUP_ROUNDS {
+        let old = match &cur {
+            Some(b) => Some(T::decode(b).ok_or_else(|| MeterError::Corrupt(key.to_owned()))?),
+            None => None,
+        };
+        let next = f(old);
+        let bytes = next.encode();
+        match kv
+            .compare_and_swap(key, cur.as_deref(), Some(bytes))
+            .await?
+        {
+            Ok(()) => return Ok(next),
+            Err(actual) => {
+                cur = actual;
+                tokio::task::yield_now().await;
             }
         }
-        Err(MeterError::Contended(key.to_owned()))
     }
+    Err(MeterError::Contended(key.to_owned()))
 }

@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use wop_core::budget::*;
 use wop_core::model::Usage;
 
-/// A run's roll-up record (`rollup/run/<run>`).
+/// A run's roll-up record (`rollup/run/<run>`). Absent fields read as
+/// their defaults (the stored form leaves them out).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct RunRollup {
     /// The run id (in full).
     pub run_id: String,
@@ -119,35 +120,74 @@ fn with_defaults(
 
 impl Record for RunRollup {
     /// Compact: default-valued fields are left out, in the record and in
-    /// each per-pack roll-up.
+    /// each per-pack roll-up. Written straight from the struct (no JSON
+    /// tree): this runs on every recorded invocation.
     fn encode(&self) -> Vec<u8> {
-        let mut v = serde_json::to_value(self).unwrap_or_default();
-        if let Some(serde_json::Value::Object(packs)) = v.get_mut("byPack") {
-            for r in packs.values_mut() {
-                drop_defaults(r);
-            }
-        }
-        drop_defaults(&mut v);
-        serde_json::to_vec(&v).unwrap_or_default()
+        serde_json::to_vec(&CompactRun(self)).unwrap_or_default()
     }
 
     fn decode(bytes: &[u8]) -> Option<Self> {
-        let mut m: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_slice(bytes).ok()?;
-        if let Some(serde_json::Value::Object(packs)) = m.get_mut("byPack") {
-            let zero = serde_json::to_value(Rollup::default()).ok()?;
-            for r in packs.values_mut() {
-                let serde_json::Value::Object(fields) = std::mem::take(r) else {
-                    return None;
-                };
-                *r = with_defaults(zero.clone(), fields);
+        serde_json::from_slice(bytes).ok()
+    }
+}
+
+/// [`RunRollup`] serialized without its default-valued fields.
+struct CompactRun<'a>(&'a RunRollup);
+
+impl Serialize for CompactRun<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let r = self.0;
+        let mut m = s.serialize_map(None)?;
+        if !r.run_id.is_empty() {
+            m.serialize_entry("runId", &r.run_id)?;
+        }
+        if !r.by_pack.is_empty() {
+            let packs: BTreeMap<&str, CompactRollup<'_>> = r
+                .by_pack
+                .iter()
+                .map(|(k, v)| (k.as_str(), CompactRollup(v)))
+                .collect();
+            m.serialize_entry("byPack", &packs)?;
+        }
+        if r.records_kept != 0 {
+            m.serialize_entry("recordsKept", &r.records_kept)?;
+        }
+        if r.last_at_ms != 0 {
+            m.serialize_entry("lastAtMs", &r.last_at_ms)?;
+        }
+        m.end()
+    }
+}
+
+/// [`Rollup`] serialized without its zero fields.
+struct CompactRollup<'a>(&'a Rollup);
+
+impl Serialize for CompactRollup<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let r = self.0;
+        let mut m = s.serialize_map(None)?;
+        for (k, v) in [
+            ("invocations", r.invocations),
+            ("fuel", r.fuel),
+            ("wallTimeUs", r.wall_time_us),
+            ("toolCalls", r.tool_calls),
+            ("effectClaims", r.effect_claims),
+            ("egressBytes", r.egress_bytes),
+            ("logBytes", r.log_bytes),
+        ] {
+            if v != 0 {
+                m.serialize_entry(k, &v)?;
             }
         }
-        serde_json::from_value(with_defaults(
-            serde_json::to_value(RunRollup::default()).ok()?,
-            m,
-        ))
-        .ok()
+        if r.cost != 0.0 {
+            m.serialize_entry("cost", &r.cost)?;
+        }
+        if !r.currency.is_empty() {
+            m.serialize_entry("currency", &r.currency)?;
+        }
+        m.end()
     }
 }
 

@@ -403,3 +403,76 @@ async fn budget_worker_process() {
     }
     println!("WORKER_ALLOWED {allowed}");
 }
+
+/// The hand-written compact form is exactly the serde form without its
+/// default-valued fields (every field set, so a misspelt name shows).
+#[test]
+fn compact_run_rollup_is_the_serde_form_without_defaults() {
+    let full_rollup = Rollup {
+        invocations: 1,
+        fuel: 2,
+        wall_time_us: 3,
+        tool_calls: 4,
+        effect_claims: 5,
+        egress_bytes: 6,
+        log_bytes: 7,
+        cost: 8.5,
+        currency: "USD".into(),
+    };
+    let mut r = RunRollup {
+        run_id: "r".into(),
+        records_kept: 3,
+        last_at_ms: 9,
+        ..Default::default()
+    };
+    r.by_pack.insert("alpha@1".into(), full_rollup);
+    r.by_pack.insert("zero@1".into(), Rollup::default());
+    let compact: serde_json::Value = serde_json::from_slice(&r.encode()).unwrap();
+    let zeroish = |v: &serde_json::Value| {
+        v.as_f64() == Some(0.0)
+            || v.as_str() == Some("")
+            || v.as_object().is_some_and(|o| o.is_empty())
+    };
+    let mut want = serde_json::to_value(&r).unwrap();
+    for p in want["byPack"].as_object_mut().unwrap().values_mut() {
+        p.as_object_mut().unwrap().retain(|_, v| !zeroish(v));
+    }
+    want.as_object_mut().unwrap().retain(|_, v| !zeroish(v));
+    assert_eq!(compact, want);
+    assert_eq!(RunRollup::decode(&r.encode()).unwrap(), r);
+    let empty = RunRollup::default();
+    assert_eq!(empty.encode(), b"{}");
+    assert_eq!(RunRollup::decode(b"{}").unwrap(), empty);
+}
+
+/// Concurrent recorders of one run in one process: exact roll-ups, and
+/// exactly the first `cap` records kept, with group commit in between.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_recorders_of_one_run_are_exact() {
+    let meter = Meter::with_options(
+        Arc::new(MemoryStore::new()),
+        Prices::default(),
+        MeterOptions {
+            usage_records_per_run: 100,
+            ..Default::default()
+        },
+    );
+    let mut tasks = Vec::new();
+    for t in 0..32 {
+        let meter = meter.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..20 {
+                let u = usage("hot", "alpha", t * 100 + i);
+                meter.record(&u, &u.node_id).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let (by_run, by_pack) = meter.rollup(Some("hot"), None).await.unwrap();
+    let run = &by_run["hot"];
+    assert_eq!(run.invocations, 640);
+    assert_eq!(by_pack.values().map(|r| r.invocations).sum::<u64>(), 640);
+    assert_eq!(meter.usage(Some("hot"), None).await.unwrap().len(), 100);
+}
