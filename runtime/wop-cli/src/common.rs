@@ -102,17 +102,28 @@ pub(crate) fn runtime(c: &Common) -> Result<Runtime, Failure> {
         eprintln!("wop: {}", crate::output::LOOPBACK_WARNING);
     }
     let mut cfg = RuntimeConfig::new();
-    cfg.policy(policy);
     if !c.no_cache
         && let Some(d) = c.cache_dir.clone().or_else(default_cache_dir)
     {
         cfg.cache_dir(d);
     }
-    let store = c.store.clone().or_else(default_store_dir).ok_or_else(|| {
-        usage(anyhow::anyhow!(
-            "no place for the effect store: pass --store <dir> or set WOP_DATA_DIR"
-        ))
-    })?;
+    // --store, else the policy's `[effects] store`, else the default dir.
+    let from_policy = policy
+        .effects
+        .store_spec()
+        .map_err(|e| usage(anyhow::anyhow!(e)))?
+        .map(PathBuf::from);
+    let store = c
+        .store
+        .clone()
+        .or(from_policy)
+        .or_else(default_store_dir)
+        .ok_or_else(|| {
+            usage(anyhow::anyhow!(
+                "no place for the effect store: pass --store <dir>, set [effects] store in the policy, or set WOP_DATA_DIR"
+            ))
+        })?;
+    cfg.policy(policy);
     cfg.effect_store(open_store(&store)?);
     if let Some(id) = &c.executor_id {
         cfg.executor_id(id.clone());

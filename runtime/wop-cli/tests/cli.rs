@@ -440,3 +440,50 @@ fn usage_is_persisted_and_rolled_up_and_budgets_come_from_flags() {
     let ex = kinds.iter().position(|k| *k == "budget.exhausted").unwrap();
     assert_eq!(kinds[ex + 1], "cap.breached");
 }
+
+/// `[effects] store` in the policy picks the store when `--store` is not
+/// given (here through `env:NAME`, which keeps a database URL out of the
+/// file); a missing variable is a usage error naming it.
+#[test]
+fn the_policy_can_name_the_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("from-policy");
+    let policy = tmp.path().join("policy.toml");
+    std::fs::write(&policy, "[effects]\nstore = \"env:WOP_TEST_STORE\"\n").unwrap();
+    let p = policy.display().to_string();
+    let hello = pack("hello");
+    let run = |env: Option<&std::path::Path>| {
+        let data = tempfile::tempdir().unwrap();
+        let mut c = Command::new(env!("CARGO_BIN_EXE_wop"));
+        c.args(["run", &hello, "wop.samples.hello", "--policy", &p])
+            .args(["--run-id", "r-policy-store", "--no-cache"])
+            .env("WOP_DATA_DIR", data.path())
+            .env_remove("WOP_TEST_STORE");
+        if let Some(s) = env {
+            c.env("WOP_TEST_STORE", s);
+        }
+        c.output().unwrap()
+    };
+    let o = run(Some(&store));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The usage landed in the store the policy named.
+    let o = wop(&[
+        "usage",
+        "--run",
+        "r-policy-store",
+        "--store",
+        &store.display().to_string(),
+        "--json",
+    ]);
+    assert_eq!(json(&o)["byRun"]["r-policy-store"]["invocations"], 1);
+
+    let o = run(None);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("WOP_TEST_STORE is not set"), "{err}");
+}

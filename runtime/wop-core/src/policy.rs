@@ -168,6 +168,33 @@ pub struct EffectsSection {
     pub max_result_bytes: Option<u64>,
     /// Maximum nesting of node-pack tools (default 3).
     pub max_tool_depth: Option<u32>,
+    /// Where effects, budgets and usage live when `--store` is not given: a
+    /// sled directory or a `postgres://` URL, or `env:NAME` to read either
+    /// from the environment variable `NAME` (keeps a database password out
+    /// of the policy file).
+    pub store: Option<String>,
+}
+
+impl EffectsSection {
+    /// The store `store` names, with `env:NAME` read from the environment;
+    /// `None` when unset. The error names the missing variable.
+    pub fn store_spec(&self) -> Result<Option<String>, String> {
+        let Some(raw) = self.store.as_deref() else {
+            return Ok(None);
+        };
+        let spec = match raw.strip_prefix("env:") {
+            Some(name) => std::env::var(name).map_err(|_| {
+                format!("[effects] store = \"env:{name}\" but the environment variable {name} is not set")
+            })?,
+            None => raw.to_owned(),
+        };
+        if spec.trim().is_empty() {
+            return Err(
+                "[effects] store is empty: give a directory or a postgres:// URL".to_owned(),
+            );
+        }
+        Ok(Some(spec))
+    }
 }
 
 /// `[limits]`: the same fields as [`Limits`], each optional.

@@ -96,6 +96,7 @@ impl ServeArgs {
         if let Some(n) = self.max_in_flight {
             cfg.max_in_flight = n;
         }
+        let policy_store = policy.effects.store_spec();
         let mut opts = ServeOptions::new(self.listen);
         opts.policy(policy).packs_dir(&self.packs).config(cfg);
         if let Some(d) = &self.cache_dir {
@@ -104,11 +105,13 @@ impl ServeArgs {
         if self.memory_store {
             opts.memory_store();
         } else {
-            let spec = self
-                .store
-                .clone()
-                .or_else(default_store)
-                .context("no --store and no HOME to derive the default store directory")?;
+            // --store, else the policy's `[effects] store`, else the default.
+            let spec = match self.store.clone() {
+                Some(s) => Some(s),
+                None => policy_store.map_err(anyhow::Error::msg)?,
+            }
+            .or_else(default_store)
+            .context("no --store, no [effects] store in the policy, and no HOME to derive the default store directory")?;
             tracing::info!(store = %spec, "effect store");
             opts.store(StoreChoice::Spec(spec));
         }

@@ -275,6 +275,42 @@ mod tests {
         }
     }
 
+    /// A write that reports each batch on `seen`, then waits for a permit
+    /// of `gate` before summing it into `total`.
+    struct Gated<W> {
+        total: Arc<AtomicU64>,
+        seen: tokio::sync::mpsc::UnboundedReceiver<Vec<u64>>,
+        gate: Arc<tokio::sync::Semaphore>,
+        write: W,
+    }
+
+    fn gated() -> Gated<impl Fn(Vec<u64>) -> Write + Clone + Send + Sync + use<>> {
+        let total = Arc::new(AtomicU64::new(0));
+        let (started, seen) = tokio::sync::mpsc::unbounded_channel::<Vec<u64>>();
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        let write = {
+            let (total, gate) = (total.clone(), gate.clone());
+            move |batch: Vec<u64>| -> Write {
+                let (total, gate, started) = (total.clone(), gate.clone(), started.clone());
+                Box::pin(async move {
+                    let _ = started.send(batch.clone());
+                    gate.acquire()
+                        .await
+                        .map_err(|e| MeterError::Batch(e.to_string()))?
+                        .forget();
+                    total.fetch_add(batch.iter().sum::<u64>(), Ordering::Relaxed);
+                    Ok(batch.iter().map(|d| d * 2).collect())
+                })
+            }
+        };
+        Gated {
+            total,
+            seen,
+            gate,
+            write,
+        }
+    }
+
     /// 64 tasks × 50 deltas on one key: every delta is written exactly
     /// once, each caller gets its own output, and overlapping callers share
     /// writes.
@@ -331,25 +367,12 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_cancelled_writer_does_not_lose_others_deltas() {
         let c: Arc<Combiner<u64, u64>> = Arc::new(Combiner::default());
-        let total = Arc::new(AtomicU64::new(0));
-        let (started, mut seen) = tokio::sync::mpsc::unbounded_channel::<Vec<u64>>();
-        let gate = Arc::new(tokio::sync::Semaphore::new(0));
-        let write = {
-            let (total, gate) = (total.clone(), gate.clone());
-            move |batch: Vec<u64>| {
-                let (total, gate, started) = (total.clone(), gate.clone(), started.clone());
-                async move {
-                    let _ = started.send(batch.clone());
-                    // Each write waits for the test's go-ahead.
-                    gate.acquire()
-                        .await
-                        .map_err(|e| MeterError::Batch(e.to_string()))?
-                        .forget();
-                    total.fetch_add(batch.iter().sum::<u64>(), Ordering::Relaxed);
-                    Ok(batch.iter().map(|d| d * 2).collect())
-                }
-            }
-        };
+        let Gated {
+            total,
+            mut seen,
+            gate,
+            write,
+        } = gated();
         let (c1, w1) = (c.clone(), write.clone());
         let writer = tokio::spawn(async move { c1.submit("k", 5, &w1).await });
         assert_eq!(
@@ -380,24 +403,12 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_cancelled_writer_hands_the_role_off() {
         let c: Arc<Combiner<u64, u64>> = Arc::new(Combiner::default());
-        let total = Arc::new(AtomicU64::new(0));
-        let (started, mut seen) = tokio::sync::mpsc::unbounded_channel::<Vec<u64>>();
-        let gate = Arc::new(tokio::sync::Semaphore::new(0));
-        let write = {
-            let (total, gate) = (total.clone(), gate.clone());
-            move |batch: Vec<u64>| {
-                let (total, gate, started) = (total.clone(), gate.clone(), started.clone());
-                async move {
-                    let _ = started.send(batch.clone());
-                    gate.acquire()
-                        .await
-                        .map_err(|e| MeterError::Batch(e.to_string()))?
-                        .forget();
-                    total.fetch_add(batch.iter().sum::<u64>(), Ordering::Relaxed);
-                    Ok(batch.iter().map(|d| d * 2).collect())
-                }
-            }
-        };
+        let Gated {
+            total,
+            mut seen,
+            gate,
+            write,
+        } = gated();
         let (c1, w1) = (c.clone(), write.clone());
         let writer = tokio::spawn(async move { c1.submit("k", 5, &w1).await });
         assert_eq!(seen.recv().await.unwrap(), vec![5]);

@@ -522,18 +522,15 @@ impl CoreModulePack {
             Ok(CoreReturned::Response(bytes)) => {
                 // Suspending needs the `interrupt` grant (as the host call does).
                 let may_suspend = self.inspection.effective.contains(&Capability::Interrupt);
-                let (r, size) = wop_core::outcome::interpret(
+                crate::sandbox::interpret_return(
                     wop_core::outcome::PackReturn::Envelope(bytes),
                     limits.output_bytes,
                     may_suspend,
                     &exec.verdicts,
                     &req.context.node_id,
-                );
-                usage.output_bytes = size;
-                r.map_err(|c| {
-                    events.extend(c.breach);
-                    c.error
-                })
+                    &mut usage,
+                    &mut events,
+                )
             }
             Ok(CoreReturned::Suspended(interrupt)) => Ok(Outcome::Suspended { interrupt }),
             Ok(_) => Err(NodeError::runtime(

@@ -266,20 +266,15 @@ impl Runtime {
         usage.pack_version = m.version.clone();
         let mut events = exec.events;
         let outcome = match exec.result {
-            Ok(Returned::Invoke(r)) => {
-                let (r, size) = wop_core::outcome::interpret(
-                    crate::invoke::pack_return(r),
-                    limits.output_bytes,
-                    true,
-                    &exec.verdicts,
-                    &req.context.node_id,
-                );
-                usage.output_bytes = size;
-                r.map_err(|c| {
-                    events.extend(c.breach);
-                    c.error
-                })
-            }
+            Ok(Returned::Invoke(r)) => crate::sandbox::interpret_return(
+                crate::invoke::pack_return(r),
+                limits.output_bytes,
+                true,
+                &exec.verdicts,
+                &req.context.node_id,
+                &mut usage,
+                &mut events,
+            ),
             Ok(Returned::Describe(_)) => Err(NodeError::runtime(
                 ErrorCode::InternalError,
                 "invoke returned a describe result",

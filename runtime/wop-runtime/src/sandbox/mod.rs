@@ -207,6 +207,26 @@ pub(crate) struct Execution<R> {
     pub verdicts: BTreeSet<String>,
 }
 
+/// Interprets what a pack of either kind returned (the output cap, the
+/// verdicts it may relay), recording the output's size in `usage` and any
+/// breach in `events`.
+pub(crate) fn interpret_return(
+    ret: wop_core::outcome::PackReturn,
+    output_cap: u64,
+    may_suspend: bool,
+    verdicts: &BTreeSet<String>,
+    node_id: &str,
+    usage: &mut Usage,
+    events: &mut Vec<Event>,
+) -> Result<wop_core::model::Outcome, wop_core::error::NodeError> {
+    let (r, size) = wop_core::outcome::interpret(ret, output_cap, may_suspend, verdicts, node_id);
+    usage.output_bytes = size;
+    r.map_err(|c| {
+        events.extend(c.breach);
+        c.error
+    })
+}
+
 /// A store ready to run: limiter, call hook and fuel installed.
 pub(crate) struct Armed<'a, T: SandboxState> {
     /// The fresh store (dropped by [`Armed::finish`]).
