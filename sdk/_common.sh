@@ -22,8 +22,8 @@ wop_die() {
   exit 2
 }
 
-# The wop CLI: $WOP, else `wop` on PATH, else /work/bin/wop, else a build in
-# the repository's target/ directory.
+# The wop CLI: $WOP, else `wop` on PATH, else a build in the repository's
+# target/ directory.
 wop_cli() {
   if [[ -n "${WOP:-}" ]]; then
     [[ -x "$WOP" ]] || wop_die "WOP=$WOP is not an executable"
@@ -32,7 +32,7 @@ wop_cli() {
   fi
   if command -v wop >/dev/null 2>&1; then command -v wop; return; fi
   local c
-  for c in /work/bin/wop "$WOP_REPO_ROOT/target/release/wop" "$WOP_REPO_ROOT/target/debug/wop"; do
+  for c in "$WOP_REPO_ROOT/target/release/wop" "$WOP_REPO_ROOT/target/debug/wop"; do
     if [[ -x "$c" ]]; then echo "$c"; return; fi
   done
   wop_die "the wop CLI was not found: set WOP=/path/to/wop or put it on PATH (cargo build -p wop-cli)"
@@ -108,11 +108,15 @@ wop_assemble() {
     (if (.["x-wop"].egress // []) | length > 0 then "egress = \(.["x-wop"].egress | tojson)" else empty end)
   ' "$src/pack.json" >"$policy"
   rc=0
-  "$wop" inspect --policy "$policy" "$out/$name" >"$policy.out" 2>&1 || rc=$?
+  # A throwaway effect store: inspect runs nothing, and the default store may
+  # be locked by another wop process.
+  mkdir -p "$policy.store"
+  "$wop" inspect --policy "$policy" --store "$policy.store" "$out/$name" >"$policy.out" 2>&1 || rc=$?
+  rm -rf "$policy.store"
   if [[ $rc -ne 0 ]]; then
     cat "$policy.out" >&2
     rm -f "$policy" "$policy.out"
-    wop_die "the runtime refuses $out/$name even with the capabilities pack.json requests granted"
+    wop_die "the runtime refuses $out/$name even with the capabilities pack.json requests granted (exit $rc)"
   fi
   cat "$policy.out" >&2
   rm -f "$policy" "$policy.out"

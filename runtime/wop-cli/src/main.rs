@@ -6,6 +6,7 @@
 mod cmd;
 mod common;
 mod output;
+mod progress;
 
 use clap::{Parser, Subcommand};
 use cmd::*;
@@ -33,6 +34,9 @@ enum Command {
     /// Assemble a runnable pack directory from a pack.json template and a
     /// built component: copies the component and fills in `x-wop.sha256`.
     Pack(pack::PackArgs),
+    /// Scaffold a pack source directory: pack.json, a hello node in the
+    /// language, build.sh and a README.
+    New(new::NewArgs),
     /// List a run's effects, or resolve / purge effect records.
     #[command(args_conflicts_with_subcommands = true)]
     Effects(effects::EffectsArgs),
@@ -85,6 +89,7 @@ fn main() -> ExitCode {
             Command::Inspect(a) => inspect::inspect(a).await,
             Command::Demo(a) => demo::demo(a.json).await,
             Command::Pack(a) => pack::pack(a).await,
+            Command::New(a) => new::new(a),
             Command::Effects(a) => effects::effects(a).await,
             Command::Tools(a) => tools::tools(a).await,
             Command::Usage(a) => usage::usage(a).await,

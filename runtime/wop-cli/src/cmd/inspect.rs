@@ -17,7 +17,7 @@ pub(crate) struct InspectArgs {
 
 pub(crate) async fn inspect(a: InspectArgs) -> Result<u8, Failure> {
     let rt = runtime(&a.common)?;
-    let insp = match rt.inspect_pack(&a.pack_dir).await {
+    let insp = match crate::progress::compiling(&a.pack_dir, rt.inspect_pack(&a.pack_dir)).await {
         Ok(i) => i,
         Err(e) => return Err(rejected(&a.pack_dir, &e, a.common.json)),
     };

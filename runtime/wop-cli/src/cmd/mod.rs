@@ -4,6 +4,7 @@ pub(crate) mod capabilities;
 pub(crate) mod demo;
 pub(crate) mod effects;
 pub(crate) mod inspect;
+pub(crate) mod new;
 pub(crate) mod pack;
 pub(crate) mod probe;
 pub(crate) mod run;

@@ -76,7 +76,7 @@ pub(crate) async fn pack(a: PackArgs) -> Result<u8, Failure> {
         serde_json::to_string_pretty(&manifest)? + "\n",
     )?;
     let rt = Runtime::new(&RuntimeConfig::new())?;
-    match rt.inspect_pack(&dir).await {
+    match crate::progress::compiling(&dir, rt.inspect_pack(&dir)).await {
         Ok(insp) => {
             println!("packed {} (sha256 {sha})", dir.display());
             output::print_inspection(&insp);

@@ -96,7 +96,7 @@ pub(crate) async fn run(a: RunArgs) -> Result<u8, Failure> {
         .map(|r| json_arg("resume", r))
         .transpose()?;
     let rt = runtime(&a.common)?;
-    if let Err(e) = rt.load_pack(&a.pack_dir).await {
+    if let Err(e) = crate::progress::compiling(&a.pack_dir, rt.load_pack(&a.pack_dir)).await {
         return Err(rejected(&a.pack_dir, &e, a.common.json));
     }
     let req = InvokeRequest {

@@ -1,0 +1,555 @@
+//! `wop new <lang> <name>`: scaffold a pack source directory — `pack.json`,
+//! a `hello` node in the chosen language (the twin of the `hello` samples),
+//! a `build.sh` that goes through the same build path as the samples
+//! (`sdk/<lang>/build.sh`, or `cargo build --target wasm32-wasip2` +
+//! `wop pack` for Rust) and a README with the next steps.
+
+use crate::common::{Failure, usage};
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use std::path::{Path, PathBuf};
+
+/// The languages `wop new` scaffolds.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Lang {
+    /// Rust with `wop-sdk` (sdk/rust).
+    Rust,
+    /// JavaScript (QuickJS, sdk/js).
+    Js,
+    /// Python (componentize-py, sdk/python).
+    Python,
+    /// C (clang + wasi-libc, sdk/c).
+    C,
+}
+
+impl Lang {
+    fn id(self) -> &'static str {
+        match self {
+            Lang::Rust => "rust",
+            Lang::Js => "js",
+            Lang::Python => "python",
+            Lang::C => "c",
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Lang::Rust => "Rust",
+            Lang::Js => "JavaScript",
+            Lang::Python => "Python",
+            Lang::C => "C",
+        }
+    }
+}
+
+/// `wop new` arguments.
+#[derive(Args)]
+pub(crate) struct NewArgs {
+    /// The pack's language.
+    pub(crate) lang: Lang,
+    /// The pack name: lowercase letters, digits and `-`, starting with a
+    /// letter. Also the directory created and the node's typeId prefix
+    /// (`<name>.hello`).
+    pub(crate) name: String,
+    /// Create `<dir>/<name>/` (default: the current directory).
+    #[arg(long, default_value = ".")]
+    pub(crate) dir: PathBuf,
+    /// The wop repository whose `sdk/` builds the pack. Default: $WOP_REPO,
+    /// else the checkout this `wop` was built from (if it is still there).
+    #[arg(long)]
+    pub(crate) repo: Option<PathBuf>,
+}
+
+/// Why a pack name is refused, if it is.
+fn name_problem(name: &str) -> Option<&'static str> {
+    let Some(first) = name.chars().next() else {
+        return Some("is empty");
+    };
+    if name.len() > 64 {
+        return Some("is longer than 64 characters");
+    }
+    if !first.is_ascii_lowercase() {
+        return Some("must start with a lowercase letter");
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    {
+        return Some("may hold only lowercase letters, digits and `-`");
+    }
+    if name.ends_with('-') || name.contains("--") {
+        return Some("must not end with `-` or hold `--`");
+    }
+    None
+}
+
+/// The wop repository holding `sdk/`: `--repo`, `$WOP_REPO`, else the
+/// checkout this binary was built from when it still has `sdk/`.
+fn repo_root(flag: Option<&Path>) -> Result<Option<PathBuf>, Failure> {
+    let explicit = flag
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("WOP_REPO").map(PathBuf::from));
+    if let Some(r) = explicit {
+        if !r.join("sdk").is_dir() {
+            return Err(usage(anyhow::anyhow!(
+                "{} is not a wop repository (no sdk/ directory in it)",
+                r.display()
+            )));
+        }
+        return Ok(Some(std::path::absolute(&r)?));
+    }
+    let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    Ok(built_from
+        .join("sdk")
+        .is_dir()
+        .then(|| std::fs::canonicalize(&built_from).ok())
+        .flatten())
+}
+
+/// `s` as a single-quoted bash word.
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// `s` as a TOML basic string.
+fn toml_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// One file of the scaffold: its path under the pack directory, its text,
+/// and whether it is executable.
+struct File {
+    path: &'static str,
+    text: String,
+    executable: bool,
+}
+
+impl File {
+    fn new(path: &'static str, text: String) -> Self {
+        File {
+            path,
+            text,
+            executable: false,
+        }
+    }
+}
+
+fn manifest(lang: Lang, name: &str) -> Result<String, Failure> {
+    let doc = serde_json::json!({
+        "kind": "node",
+        "name": name,
+        "version": "0.1.0",
+        "description": format!("Greets inputs.name (default \"world\") and logs the greeting. ({} pack scaffolded by `wop new`.)", lang.title()),
+        "engines": { "openwop": ">=1.0.0" },
+        "nodes": [{
+            "typeId": format!("{name}.hello"),
+            "version": "0.1.0",
+            "category": "transform",
+            "role": "worker",
+            "description": "Greets inputs.name (default \"world\") and logs the greeting."
+        }],
+        "runtime": {
+            "language": "wasm-component",
+            "entry": format!("{name}.wasm"),
+            "format": "wasm-component"
+        },
+        "x-wop": { "sha256": "", "capabilities": ["log"], "tools": [] }
+    });
+    Ok(serde_json::to_string_pretty(&doc)? + "\n")
+}
+
+fn source(lang: Lang, name: &str) -> Vec<File> {
+    let type_id = format!("{name}.hello");
+    match lang {
+        Lang::Js => vec![File::new(
+            "pack.js",
+            format!(
+                r#"// `{type_id}`: greets `inputs.name` (default "world") and logs the
+// greeting at info level. SDK reference: sdk/js/README.md.
+import {{ NodeError, Outcome }} from "wop-sdk";
+
+export function invoke(ctx, request) {{
+  const inputs = request.inputs;
+  if (inputs === null || typeof inputs !== "object" || Array.isArray(inputs)) {{
+    throw NodeError.validation("invalid inputs: expected an object");
+  }}
+  const name = inputs.name ?? "world";
+  if (typeof name !== "string") {{
+    throw NodeError.validation("invalid inputs: `name` must be a string");
+  }}
+  ctx.log.info("greeting", {{ name }});
+  return Outcome.completed({{ greeting: `Hello, ${{name}}!` }});
+}}
+"#
+            ),
+        )],
+        Lang::Python => vec![File::new(
+            "pack.py",
+            format!(
+                r#""""`{type_id}`: greets `inputs.name` (default "world") and logs the
+greeting at info level. SDK reference: sdk/python/README.md."""
+
+from wop_sdk import Ctx, NodeError, Outcome, Request
+
+
+def invoke(ctx: Ctx, request: Request) -> Outcome:
+    inputs = request.inputs
+    if not isinstance(inputs, dict):
+        raise NodeError.validation("invalid inputs: expected an object")
+    name = inputs.get("name")
+    if name is None:
+        name = "world"
+    if not isinstance(name, str):
+        raise NodeError.validation("invalid inputs: `name` must be a string")
+    ctx.log.info("greeting", {{"name": name}})
+    return Outcome.completed({{"greeting": f"Hello, {{name}}!"}})
+"#
+            ),
+        )],
+        Lang::C => vec![File::new(
+            "pack.c",
+            format!(
+                r#"/* `{type_id}`: greets `inputs.name` (default "world") and logs the
+ * greeting at info level. SDK reference: sdk/c/README.md. */
+#include "wop.h"
+
+bool wop_invoke(const wop_ctx_t *ctx, const wop_request_t *req, wop_outcome_t *out, wop_error_t *err) {{
+    if (req->inputs->kind != WOP_JSON_OBJECT) {{
+        return wop_error_validation(err, "invalid inputs: expected an object");
+    }}
+    const wop_json_t *name_v = wop_json_get(req->inputs, "name");
+    const char *name = "world";
+    if (name_v && !wop_json_is_null(name_v)) {{
+        name = wop_json_string(name_v);
+        if (!name) return wop_error_validation(err, "invalid inputs: `name` must be a string");
+    }}
+
+    wop_buf_t fields = {{0}};
+    wop_buf_puts(&fields, "{{\"name\":");
+    wop_buf_json_string(&fields, name);
+    wop_buf_puts(&fields, "}}");
+    wop_log_info(ctx, "greeting", wop_buf_str(&fields));
+
+    wop_buf_t greeting = {{0}};
+    wop_buf_printf(&greeting, "Hello, %s!", name);
+    wop_buf_t output = {{0}};
+    wop_buf_puts(&output, "{{\"greeting\":");
+    wop_buf_json_string(&output, wop_buf_str(&greeting));
+    wop_buf_puts(&output, "}}");
+    return wop_completed(out, wop_buf_str(&output));
+}}
+"#
+            ),
+        )],
+        Lang::Rust => vec![File::new(
+            "src/lib.rs",
+            format!(
+                r#"//! `{type_id}`: greets `inputs.name` (default "world") and logs the
+//! greeting at info level. SDK reference: sdk/rust (`wop-sdk`).
+
+use serde_json::{{Value, json}};
+use wop_sdk::{{Ctx, NodeError, Outcome, Pack, PackInfo, Request}};
+
+/// The pack.
+struct Hello;
+
+impl Pack for Hello {{
+    fn describe() -> PackInfo {{
+        PackInfo::new("{name}", "0.1.0").node("{type_id}", "0.1.0")
+    }}
+
+    fn invoke(ctx: &Ctx, request: Request) -> Result<Outcome, NodeError> {{
+        let Value::Object(inputs) = &request.inputs else {{
+            return Err(NodeError::validation("invalid inputs: expected an object"));
+        }};
+        let name = match inputs.get("name") {{
+            None | Some(Value::Null) => "world",
+            Some(Value::String(s)) => s.as_str(),
+            Some(_) => {{
+                return Err(NodeError::validation(
+                    "invalid inputs: `name` must be a string",
+                ));
+            }}
+        }};
+        ctx.log().info_with("greeting", &json!({{ "name": name }}));
+        Outcome::completed(json!({{ "greeting": format!("Hello, {{name}}!") }}))
+    }}
+}}
+
+wop_sdk::export_pack!(Hello);
+"#
+            ),
+        )],
+    }
+}
+
+/// `Cargo.toml` of a Rust scaffold: its own workspace, `wop-sdk` by path.
+fn cargo_toml(name: &str, repo: Option<&Path>) -> Result<String, Failure> {
+    let sdk = match repo {
+        Some(r) => {
+            let p = r.join("sdk").join("rust");
+            let s = p.to_str().ok_or_else(|| {
+                usage(anyhow::anyhow!(
+                    "the repository path {} is not UTF-8",
+                    p.display()
+                ))
+            })?;
+            format!("wop-sdk = {{ path = {} }}", toml_string(s))
+        }
+        None => "# Point this at sdk/rust in your wop checkout.\nwop-sdk = { path = \"../wop/sdk/rust\" }"
+            .to_owned(),
+    };
+    Ok(format!(
+        r#"[package]
+name = "{name}"
+version = "0.1.0"
+edition = "2024"
+publish = false
+
+[lib]
+crate-type = ["cdylib"]
+
+[dependencies]
+{sdk}
+serde_json = "1"
+
+[profile.release]
+opt-level = "s"
+strip = true
+
+# A workspace of its own, even when created inside another one.
+[workspace]
+"#
+    ))
+}
+
+fn build_script(lang: Lang, name: &str, repo: Option<&str>) -> String {
+    let repo_default = repo.map(sh_quote).unwrap_or_else(|| "''".to_owned());
+    let head = format!(
+        r#"#!/usr/bin/env bash
+# Build this pack: ./build.sh [out-dir]    (default: dist next to this script)
+# Result: <out-dir>/{name}/ -- the component and pack.json with x-wop.sha256,
+# assembled by `wop pack`. Environment: WOP=/path/to/wop (else `wop` on PATH).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${{1:-$here/dist}}"
+"#
+    );
+    match lang {
+        Lang::Rust => format!(
+            r#"{head}# cargo build for wasm32-wasip2 (rustup target add wasm32-wasip2), then wop pack.
+target="${{CARGO_TARGET_DIR:-$here/target}}"
+(cd "$here" && cargo build --release --target wasm32-wasip2)
+"${{WOP:-wop}}" pack "$here" --wasm "$target/wasm32-wasip2/release/{crate_file}.wasm" --out "$out"
+"#,
+            crate_file = name.replace('-', "_"),
+        ),
+        _ => format!(
+            r#"{head}# The wop repository's one-command build for {title} (WOP_REPO overrides
+# where that repository is; sdk/install-toolchains.sh {lang} installs the toolchain).
+default_repo={repo_default}
+repo="${{WOP_REPO:-$default_repo}}"
+[[ -n "$repo" && -x "$repo/sdk/{lang}/build.sh" ]] || {{
+  echo "error: set WOP_REPO to your wop checkout (it holds sdk/{lang}/build.sh)" >&2
+  exit 2
+}}
+exec "$repo/sdk/{lang}/build.sh" "$here" "$out"
+"#,
+            title = lang.title(),
+            lang = lang.id(),
+        ),
+    }
+}
+
+fn readme(lang: Lang, name: &str, repo: Option<&str>) -> String {
+    let repo_txt = repo.unwrap_or("<your wop checkout>");
+    let (files, toolchain, sdk_doc) = match lang {
+        Lang::Rust => (
+            "`Cargo.toml`, `src/lib.rs`",
+            "`rustup target add wasm32-wasip2`".to_owned(),
+            format!("{repo_txt}/README.md (\"Write your first pack in five minutes\")"),
+        ),
+        Lang::Js => (
+            "`pack.js`",
+            format!("`{repo_txt}/sdk/install-toolchains.sh js`"),
+            format!("{repo_txt}/sdk/js/README.md"),
+        ),
+        Lang::Python => (
+            "`pack.py`",
+            format!("`{repo_txt}/sdk/install-toolchains.sh python`"),
+            format!("{repo_txt}/sdk/python/README.md"),
+        ),
+        Lang::C => (
+            "`pack.c`",
+            format!("`{repo_txt}/sdk/install-toolchains.sh c`"),
+            format!("{repo_txt}/sdk/c/README.md"),
+        ),
+    };
+    let how = match lang {
+        Lang::Rust => "`cargo build --release --target wasm32-wasip2`, then `wop pack`".to_owned(),
+        _ => format!(
+            "`{repo_txt}/sdk/{}/build.sh` (set `WOP_REPO` to use another checkout)",
+            lang.id()
+        ),
+    };
+    format!(
+        r#"# {name}
+
+A {title} OpenWOP node pack, scaffolded by `wop new {lang} {name}`. One node,
+`{name}.hello`, greets `inputs.name` (default "world") and logs the greeting.
+
+- `pack.json` — the manifest. `x-wop.capabilities` lists the host interfaces
+  the pack may use (`log` here; add `clock`, `random`, `tools`, `http`, `mcp`
+  as you use them — the operator must also grant them).
+- {files} — the node.
+- `build.sh` — the one-command build: {how}.
+
+## Build and run
+
+Toolchain (once): {toolchain}. The `wop` CLI on `PATH`, or `WOP=/path/to/wop`.
+
+```sh
+./build.sh    # -> dist/{name}/ (component + pack.json with its sha256)
+wop inspect dist/{name}    # what the component imports, what the runtime grants
+wop run dist/{name} {name}.hello --input '{{"name":"Ada"}}'
+# completed  output: {{"greeting":"Hello, Ada!"}}
+```
+
+SDK reference: {sdk_doc}.
+"#,
+        title = lang.title(),
+        lang = lang.id(),
+    )
+}
+
+/// The files of a scaffold, relative to the pack directory.
+fn files(lang: Lang, name: &str, repo: Option<&Path>) -> Result<Vec<File>, Failure> {
+    let repo_str = match repo {
+        Some(r) => Some(r.to_str().ok_or_else(|| {
+            usage(anyhow::anyhow!(
+                "the repository path {} is not UTF-8",
+                r.display()
+            ))
+        })?),
+        None => None,
+    };
+    let mut out = vec![File::new("pack.json", manifest(lang, name)?)];
+    out.extend(source(lang, name));
+    if lang == Lang::Rust {
+        out.push(File::new("Cargo.toml", cargo_toml(name, repo)?));
+    }
+    out.push(File {
+        path: "build.sh",
+        text: build_script(lang, name, repo_str),
+        executable: true,
+    });
+    out.push(File::new("README.md", readme(lang, name, repo_str)));
+    let ignore = match lang {
+        Lang::Rust => "dist/\ntarget/\n",
+        Lang::Python => "dist/\n__pycache__/\n",
+        _ => "dist/\n",
+    };
+    out.push(File::new(".gitignore", ignore.to_owned()));
+    Ok(out)
+}
+
+fn write_file(dir: &Path, f: &File) -> anyhow::Result<()> {
+    let path = dir.join(f.path);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    std::fs::write(&path, &f.text).with_context(|| format!("cannot write {}", path.display()))?;
+    if f.executable {
+        make_executable(&path)?;
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn make_executable(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("cannot make {} executable", path.display()))
+}
+
+#[cfg(not(unix))]
+fn make_executable(_path: &Path) -> anyhow::Result<()> {
+    Ok(())
+}
+
+/// `wop new`: writes `<dir>/<name>/`, refusing to touch an existing path.
+pub(crate) fn new(a: NewArgs) -> Result<u8, Failure> {
+    if let Some(why) = name_problem(&a.name) {
+        return Err(usage(anyhow::anyhow!(
+            "invalid pack name `{}`: it {why} (lowercase letters, digits and `-`, starting with a letter)",
+            a.name
+        )));
+    }
+    let repo = repo_root(a.repo.as_deref())?;
+    let files = files(a.lang, &a.name, repo.as_deref())?;
+    let dir = a.dir.join(&a.name);
+    if dir.symlink_metadata().is_ok() {
+        return Err(usage(anyhow::anyhow!(
+            "{} already exists; wop new never overwrites (pick another name or --dir)",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(&a.dir)
+        .with_context(|| format!("cannot create {}", a.dir.display()))?;
+    match std::fs::create_dir(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(usage(anyhow::anyhow!(
+                "{} already exists; wop new never overwrites (pick another name or --dir)",
+                dir.display()
+            )));
+        }
+        Err(e) => {
+            return Err(anyhow::Error::new(e)
+                .context(format!("cannot create {}", dir.display()))
+                .into());
+        }
+    }
+    for f in &files {
+        write_file(&dir, f)?;
+    }
+    println!(
+        "created {} ({} pack `{}`, node `{}.hello`):",
+        dir.display(),
+        a.lang.title(),
+        a.name,
+        a.name
+    );
+    for f in &files {
+        println!("  {}", f.path);
+    }
+    if repo.is_none() && a.lang != Lang::Rust {
+        eprintln!(
+            "wop: note: no wop repository found; set WOP_REPO to your checkout before ./build.sh"
+        );
+    }
+    if repo.is_none() && a.lang == Lang::Rust {
+        eprintln!(
+            "wop: note: no wop repository found; fix the wop-sdk path in {}",
+            dir.join("Cargo.toml").display()
+        );
+    }
+    println!(
+        "next: cd {} && ./build.sh && wop run dist/{} {}.hello --input '{{\"name\":\"Ada\"}}'",
+        dir.display(),
+        a.name,
+        a.name
+    );
+    Ok(0)
+}
