@@ -93,7 +93,18 @@ pub(crate) fn default_store_dir() -> Option<PathBuf> {
     })
 }
 
+/// A runtime for commands that run no node (`inspect`, `tools`,
+/// `capabilities`): effects stay in memory, so they never take (or wait on)
+/// the lock of the store a running `wop run` holds.
+pub(crate) fn runtime_without_store(c: &Common) -> Result<Runtime, Failure> {
+    runtime_with(c, false)
+}
+
 pub(crate) fn runtime(c: &Common) -> Result<Runtime, Failure> {
+    runtime_with(c, true)
+}
+
+fn runtime_with(c: &Common, with_store: bool) -> Result<Runtime, Failure> {
     let policy = match &c.policy {
         Some(p) => Policy::from_file(p).map_err(usage)?,
         None => Policy::default(),
@@ -106,6 +117,10 @@ pub(crate) fn runtime(c: &Common) -> Result<Runtime, Failure> {
         && let Some(d) = c.cache_dir.clone().or_else(default_cache_dir)
     {
         cfg.cache_dir(d);
+    }
+    if !with_store {
+        cfg.policy(policy);
+        return Ok(Runtime::new(&cfg)?);
     }
     // --store, else the policy's `[effects] store`, else the default dir.
     let from_policy = policy

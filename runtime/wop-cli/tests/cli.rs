@@ -487,3 +487,36 @@ fn the_policy_can_name_the_store() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("WOP_TEST_STORE is not set"), "{err}");
 }
+
+/// `wop inspect` runs no node, so it does not need (or lock) the effect
+/// store: it works while another process holds the store's lock.
+#[test]
+fn inspect_does_not_take_the_store_lock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("held");
+    // Hold the store's lock the way a running `wop run` does.
+    let _held = wop_runtime::store::SledStore::open(&store).unwrap();
+    let o = wop(&[
+        "inspect",
+        &pack("hello"),
+        "--store",
+        &store.display().to_string(),
+        "--json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // `run` does need it, and says why it cannot have it.
+    let o = wop(&[
+        "run",
+        &pack("hello"),
+        "wop.samples.hello",
+        "--store",
+        &store.display().to_string(),
+    ]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("locked"));
+}

@@ -2,7 +2,7 @@
 //! `nodePackRuntimes` (`wasm` = ABI v1 core modules, `wasmComponent`) and
 //! `sandbox` (RFC 0008 §H, RFC 0035 §A).
 
-use crate::common::{Common, Failure, exit, rejected, runtime};
+use crate::common::{Common, Failure, exit, rejected, runtime_without_store};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -18,7 +18,7 @@ pub(crate) struct CapabilitiesArgs {
 
 /// Prints the capability document (always JSON).
 pub(crate) async fn capabilities(a: CapabilitiesArgs) -> Result<u8, Failure> {
-    let rt = runtime(&a.common)?;
+    let rt = runtime_without_store(&a.common)?;
     for p in &a.packs {
         if let Err(e) = rt.load_pack(p).await {
             let f = rejected(p, &e, false);

@@ -1,7 +1,7 @@
 //! `wop inspect`: a pack's nodes, imports, requested vs granted capabilities and limits.
 
 use crate::cmd::probe;
-use crate::common::{Common, Failure, exit, rejected, runtime};
+use crate::common::{Common, Failure, exit, rejected, runtime_without_store};
 use crate::output;
 use clap::Args;
 use std::path::PathBuf;
@@ -16,7 +16,7 @@ pub(crate) struct InspectArgs {
 }
 
 pub(crate) async fn inspect(a: InspectArgs) -> Result<u8, Failure> {
-    let rt = runtime(&a.common)?;
+    let rt = runtime_without_store(&a.common)?;
     let insp = match crate::progress::compiling(&a.pack_dir, rt.inspect_pack(&a.pack_dir)).await {
         Ok(i) => i,
         Err(e) => return Err(rejected(&a.pack_dir, &e, a.common.json)),

@@ -1,6 +1,6 @@
 //! `wop tools`: list the tools a principal may see.
 
-use crate::common::{Common, Failure, runtime};
+use crate::common::{Common, Failure, runtime_without_store};
 use clap::Args;
 use wop_runtime::Principal;
 
@@ -24,7 +24,7 @@ pub(crate) struct ToolsArgs {
 }
 
 pub(crate) async fn tools(a: ToolsArgs) -> Result<u8, Failure> {
-    let rt = runtime(&a.common)?;
+    let rt = runtime_without_store(&a.common)?;
     let p = Principal {
         id: a.principal,
         tenant: a.tenant.clone(),
