@@ -105,6 +105,15 @@ impl LogBuffer {
         self.push(level, message, fields, LogStream::Log);
     }
 
+    /// [`log`](Self::log) of a message the caller owns: kept without a copy
+    /// unless it must be cut (the host's `log` call, on every call).
+    pub fn log_owned(&mut self, level: LogLevel, message: String, fields: Option<Value>) {
+        if message.len() > self.line_cap {
+            return self.log(level, &message, fields);
+        }
+        self.push(level, message, fields, LogStream::Log);
+    }
+
     /// Feeds raw bytes written to stdout or stderr.
     pub fn write(&mut self, stream: LogStream, bytes: &[u8]) {
         let line_cap = self.line_cap;

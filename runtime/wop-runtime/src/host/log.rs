@@ -40,7 +40,7 @@ impl Host for HostState {
                 None
             }
         };
-        with_log(&self.sb.log, |l| l.log(level, &message, fields));
+        with_log(&self.sb.log, |l| l.log_owned(level, message, fields));
         Ok(())
     }
 }

@@ -15,8 +15,8 @@ pub(crate) const MAX_CALL_RECORDS: usize = 4096;
 /// record is kept only for the `openwop` calls our host functions label.
 #[derive(Debug, Default)]
 pub(crate) struct CallMeter {
-    /// Set by the call hook on every host entry: fuel remaining.
-    pub pending: Option<u64>,
+    /// Set by the call hook on every host entry: fuel remaining, and when.
+    pub pending: Option<(u64, Instant)>,
     /// The open, labeled host call.
     open: Option<(OpenCall, Instant)>,
     /// Fuel remaining at the last recorded host call (initially the limit).
@@ -46,7 +46,7 @@ impl CallMeter {
 
     /// Labels the host call the hook just entered as ours.
     pub(crate) fn open(&mut self, interface: &'static str) {
-        let Some(fuel) = self.pending.take() else {
+        let Some((fuel, at)) = self.pending.take() else {
             return;
         };
         let rec = OpenCall {
@@ -56,7 +56,7 @@ impl CallMeter {
             wall_us: 0,
         };
         self.mark = fuel;
-        self.open = Some((rec, Instant::now()));
+        self.open = Some((rec, at));
     }
 
     /// Names the target of the open call (a tool id, a destination).
@@ -68,11 +68,12 @@ impl CallMeter {
         }
     }
 
-    /// Called by the hook when a host call returns.
-    pub(crate) fn close(&mut self) {
+    /// Called by the hook when a host call returns (at `now`).
+    pub(crate) fn close(&mut self, now: Instant) {
         self.pending = None;
         if let Some((mut rec, at)) = self.open.take() {
-            rec.wall_us = u64::try_from(at.elapsed().as_micros()).unwrap_or(u64::MAX);
+            rec.wall_us =
+                u64::try_from(now.saturating_duration_since(at).as_micros()).unwrap_or(u64::MAX);
             if self.records.len() < MAX_CALL_RECORDS {
                 self.records.push(rec);
             } else if let Some(last) = self.records.last_mut() {

@@ -19,7 +19,7 @@ mod meter;
 pub(crate) use limiter::Limiter;
 pub(crate) use meter::CallMeter;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -45,7 +45,8 @@ pub(crate) struct Sandbox {
     /// Replayable clock.
     pub clock: ReplayClock,
     /// Host calls per interface.
-    pub host_calls: BTreeMap<&'static str, u64>,
+    /// Calls per interface (a handful of entries: a linear scan beats a map).
+    pub host_calls: Vec<(&'static str, u64)>,
     /// The first host-side fault (a trap follows).
     pub host_fault: Option<Fault>,
     /// When instantiation finished.
@@ -80,7 +81,7 @@ impl Sandbox {
             ))),
             rng: ReplayRng::new(seed.derive("openwop:random")),
             clock: ReplayClock::new(seed),
-            host_calls: BTreeMap::new(),
+            host_calls: Vec::new(),
             host_fault: None,
             instantiated_at: None,
             meter: CallMeter::new(limits.fuel),
@@ -100,9 +101,9 @@ impl Sandbox {
     }
 
     /// The wall-clock fault if the deadline has passed.
-    fn past_deadline(&mut self) -> Option<wasmtime::Error> {
+    /// The wall-clock fault, if `now` is past the deadline.
+    fn past_deadline(&mut self, now: Instant) -> Option<wasmtime::Error> {
         let deadline = self.deadline?;
-        let now = Instant::now();
         if now < deadline {
             return None;
         }
@@ -117,7 +118,10 @@ impl Sandbox {
 
     /// Counts a host call of `iface` and labels it for the breakdown.
     pub(crate) fn count(&mut self, iface: &'static str) {
-        *self.host_calls.entry(iface).or_insert(0) += 1;
+        match self.host_calls.iter_mut().find(|(k, _)| *k == iface) {
+            Some((_, n)) => *n += 1,
+            None => self.host_calls.push((iface, 1)),
+        }
         self.meter.open(iface);
     }
 
@@ -281,12 +285,14 @@ pub(crate) fn arm<'a, T: SandboxState, R>(
     store.call_hook(|mut ctx, hook| {
         match hook {
             wasmtime::CallHook::CallingHost => {
-                if let Some(e) = ctx.data_mut().sandbox_mut().past_deadline() {
+                // One clock read serves the deadline and the breakdown.
+                let now = Instant::now();
+                if let Some(e) = ctx.data_mut().sandbox_mut().past_deadline(now) {
                     return Err(e);
                 }
                 if ctx.data().sandbox().breakdown {
                     let fuel = ctx.get_fuel().unwrap_or(0);
-                    ctx.data_mut().sandbox_mut().meter.pending = Some(fuel);
+                    ctx.data_mut().sandbox_mut().meter.pending = Some((fuel, now));
                 }
             }
             wasmtime::CallHook::ReturningFromHost => {
@@ -298,10 +304,11 @@ pub(crate) fn arm<'a, T: SandboxState, R>(
                     ctx.set_fuel(left.saturating_sub(debt))?;
                 }
                 let sb = ctx.data_mut().sandbox_mut();
+                let now = Instant::now();
                 if sb.breakdown {
-                    sb.meter.close();
+                    sb.meter.close(now);
                 }
-                if let Some(e) = sb.past_deadline() {
+                if let Some(e) = sb.past_deadline(now) {
                     return Err(e);
                 }
             }
