@@ -4,6 +4,7 @@
 //!
 //! ```toml
 //! maxInFlight = 64            # concurrent invocations; beyond → 503
+//! maxConnections = 1024       # open connections; beyond → 503 and close
 //! maxBodyBytes = 1048576      # request body cap → 413
 //! maxJsonDepth = 64           # JSON nesting cap → 400 validation_error
 //! headerTimeoutMs = 10000     # time to receive the request head
@@ -45,6 +46,10 @@ pub struct TokenEntry {
 pub struct ServeConfig {
     /// Concurrent invocations (MCP `tools/call` and the invoke API). Default 64.
     pub max_in_flight: usize,
+    /// Concurrently open client connections. A connection beyond the cap
+    /// is accepted, answered `503 service_unavailable` with `Retry-After`
+    /// and `Connection: close`, and closed. Default 1024.
+    pub max_connections: usize,
     /// Request body cap in bytes. Default 1 MiB.
     pub max_body_bytes: usize,
     /// JSON nesting cap. Default 64.
@@ -70,6 +75,7 @@ impl Default for ServeConfig {
     fn default() -> Self {
         Self {
             max_in_flight: 64,
+            max_connections: 1024,
             max_body_bytes: 1 << 20,
             max_json_depth: 64,
             header_timeout_ms: 10_000,
@@ -111,6 +117,15 @@ impl ServeConfig {
         if self.max_in_flight == 0 {
             return Err("maxInFlight must be at least 1".into());
         }
+        if self.max_connections == 0 {
+            return Err("maxConnections must be at least 1".into());
+        }
+        let most = tokio::sync::Semaphore::MAX_PERMITS;
+        if self.max_in_flight > most || self.max_connections > most {
+            return Err(format!(
+                "maxInFlight and maxConnections must be at most {most}"
+            ));
+        }
         if self.max_body_bytes == 0 || self.max_json_depth == 0 {
             return Err("maxBodyBytes and maxJsonDepth must be at least 1".into());
         }
@@ -151,6 +166,11 @@ mod tests {
         assert!(matches!(c, Ok(ref c) if c.max_in_flight == 2 && c.tokens.len() == 1));
         assert!(ServeConfig::from_toml("nope = 1").is_err());
         assert!(ServeConfig::from_toml("maxInFlight = 0").is_err());
+        assert!(ServeConfig::from_toml("maxConnections = 0").is_err());
+        assert!(
+            matches!(ServeConfig::from_toml("maxConnections = 3"), Ok(ref c) if c.max_connections == 3)
+        );
+        assert_eq!(ServeConfig::default().max_connections, 1024);
         assert!(
             ServeConfig::from_toml(
                 "[[tokens]]\nsha256 = \"ab\"\nprincipal = \"h\"\ntenant = \"acme\"\n"

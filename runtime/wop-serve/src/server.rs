@@ -11,8 +11,10 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use wop_runtime::store::KvStore;
 use wop_runtime::tools::RegisteredTool;
@@ -221,6 +223,59 @@ fn pack_entries(dir: &Path) -> Result<Vec<PathBuf>, ServeError> {
     Ok(v)
 }
 
+/// Refusals in progress at once (each lasts at most [`REFUSE_LINGER`]);
+/// beyond this many, an over-cap connection is closed without an answer.
+const REFUSING_MAX: usize = 256;
+/// How long a refused connection may take to receive its `503` and close.
+const REFUSE_LINGER: Duration = Duration::from_secs(1);
+/// How much of a refused connection's request is read (and discarded) so
+/// closing does not reset the connection before the client reads the `503`.
+const REFUSE_DRAIN_BYTES: usize = 64 * 1024;
+
+/// The fixed answer to a connection over `maxConnections`.
+fn busy_response(retry_after: u64, max_connections: usize) -> bytes::Bytes {
+    let body = json!({
+        "error": "service_unavailable",
+        "message": "too many open connections; retry later",
+        "details": {"maxConnections": max_connections},
+    })
+    .to_string();
+    bytes::Bytes::from(format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: {retry_after}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    ))
+}
+
+/// Answers an over-cap connection `503` and closes it, off the accept loop.
+/// The request is not parsed: the answer is written at once, the write side
+/// shut, and up to [`REFUSE_DRAIN_BYTES`] of input discarded until the
+/// client closes, all within [`REFUSE_LINGER`]. When `refusing` has no
+/// permit left (a flood), the connection is dropped without an answer.
+fn refuse(mut stream: TcpStream, busy: bytes::Bytes, refusing: &Arc<Semaphore>) {
+    let Ok(permit) = refusing.clone().try_acquire_owned() else {
+        tracing::debug!("connection cap reached and refusals saturated: closing");
+        return;
+    };
+    tracing::debug!("connection cap reached: 503");
+    tokio::spawn(async move {
+        let _permit = permit;
+        let _ = tokio::time::timeout(REFUSE_LINGER, async {
+            stream.write_all(&busy).await?;
+            stream.shutdown().await?;
+            let mut sink = [0u8; 4096];
+            let mut total = 0;
+            while total < REFUSE_DRAIN_BYTES {
+                match stream.read(&mut sink).await? {
+                    0 => break,
+                    n => total += n,
+                }
+            }
+            Ok::<(), std::io::Error>(())
+        })
+        .await;
+    });
+}
+
 impl Server {
     /// Builds the runtime, opens the store, loads the packs and binds.
     pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
@@ -307,6 +362,8 @@ impl Server {
             })?;
         let state = Arc::new(Shared {
             permits: Arc::new(Semaphore::new(cfg.max_in_flight)),
+            conns: Arc::new(Semaphore::new(cfg.max_connections)),
+            conns_refused: AtomicU64::new(0),
             rt,
             cfg,
             tokens,
@@ -344,6 +401,8 @@ impl Server {
         let drain = Duration::from_millis(state.cfg.drain_timeout_ms);
         let app = crate::routes::router(state.clone());
         let graceful = GracefulShutdown::new();
+        let busy = busy_response(state.cfg.retry_after_secs, state.cfg.max_connections);
+        let refusing = Arc::new(Semaphore::new(REFUSING_MAX));
         tracing::info!(addr = ?addr, "wop-serve accepting");
         tokio::pin!(shutdown);
         loop {
@@ -359,6 +418,14 @@ impl Server {
                         }
                     };
                     let _ = stream.set_nodelay(true);
+                    // One permit per open connection, released when the
+                    // connection task ends (client close, idle/header
+                    // timeout, error or drain).
+                    let Ok(conn_permit) = state.conns.clone().try_acquire_owned() else {
+                        state.conns_refused.fetch_add(1, Ordering::Relaxed);
+                        refuse(stream, busy.clone(), &refusing);
+                        continue;
+                    };
                     let svc = TowerToHyperService::new(app.clone());
                     let conn = hyper::server::conn::http1::Builder::new()
                         .timer(TokioTimer::new())
@@ -367,6 +434,7 @@ impl Server {
                         .serve_connection(TokioIo::new(stream), svc);
                     let watched = graceful.watch(conn);
                     tokio::spawn(async move {
+                        let _conn_permit = conn_permit;
                         if let Err(e) = watched.await {
                             tracing::debug!(error = %e, "connection ended with an error");
                         }

@@ -107,6 +107,10 @@ pub(crate) struct Shared {
     /// sha256(token) → principal.
     pub tokens: HashMap<String, Principal>,
     pub permits: Arc<Semaphore>,
+    /// One permit per open client connection (`maxConnections`).
+    pub conns: Arc<Semaphore>,
+    /// Connections answered `503` at the connection cap since start.
+    pub conns_refused: AtomicU64,
     pub events: Arc<EventRouter>,
     pub nodes: BTreeMap<String, NodeInfo>,
     /// The capability document and its ETag (packs are fixed after start).
@@ -134,6 +138,9 @@ impl Shared {
             "refusedPacks": self.refused.len(),
             "inFlight": self.cfg.max_in_flight - self.permits.available_permits(),
             "maxInFlight": self.cfg.max_in_flight,
+            "connections": self.cfg.max_connections - self.conns.available_permits(),
+            "maxConnections": self.cfg.max_connections,
+            "connectionsRefused": self.conns_refused.load(Ordering::Relaxed),
         })
     }
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates the Python venv the MCP-client end-to-end test uses
-# (tests/mcp_python.rs): the official `mcp` SDK, pinned exactly.
+# (tests/e2e/python.rs): the official `mcp` SDK, pinned exactly.
 # Idempotent; CI calls it before `cargo test -p wop-serve`.
 #   VENV defaults to <workspace>/target/wop-serve-venv (override: WOP_SERVE_VENV).
 set -euo pipefail

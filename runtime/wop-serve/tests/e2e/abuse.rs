@@ -318,3 +318,113 @@ async fn anonymous_mode_is_loopback_only() {
     assert_eq!(r.status, 401);
     s.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_cap_is_503_with_retry_after_and_close() {
+    let s = start(
+        "",
+        &serve_toml("maxConnections = 2\nretryAfterSecs = 3"),
+        &["hello"],
+    )
+    .await;
+    let addr = s.addr;
+    // Two keep-alive connections, each answered (so each is open on the
+    // server side), fill the cap.
+    let mut c1 = Conn::open(addr).await;
+    assert_eq!(c1.send("GET", "/healthz", &[], b"").await.status, 200);
+    let mut c2 = Conn::open(addr).await;
+    let h = c2.send("GET", "/healthz", &[], b"").await;
+    assert_eq!(h.status, 200);
+    assert_eq!(h.json()["connections"], 2, "{}", h.json());
+    assert_eq!(h.json()["maxConnections"], 2);
+
+    // A third connection is accepted, answered 503 + Retry-After, closed.
+    let mut c3 = Conn::open(addr).await;
+    let r = c3.send("GET", "/healthz", &[], b"").await;
+    assert_eq!(r.status, 503);
+    assert_eq!(r.header("retry-after"), Some("3"));
+    assert_eq!(r.header("connection"), Some("close"));
+    let b = r.json();
+    assert_eq!(b["error"], "service_unavailable", "{b}");
+    assert!(b["message"].is_string());
+    assert_eq!(b["details"]["maxConnections"], 2);
+    assert!(!c3.fill().await, "the refused connection stays open");
+    // The same for an invocation with a body: the body is not run.
+    let auth = bearer(TOKEN);
+    let r = req(
+        addr,
+        "POST",
+        "/host/wop/invocations",
+        &[
+            ("Content-Type", "application/json"),
+            ("Authorization", &auth),
+        ],
+        br#"{"typeId":"wop.samples.hello","inputs":{"name":"over"}}"#,
+    )
+    .await;
+    assert_eq!(r.status, 503);
+    assert_eq!(r.json()["error"], "service_unavailable");
+
+    // The open connections are still served.
+    let r = c1
+        .send(
+            "POST",
+            "/host/wop/invocations",
+            &[
+                ("Content-Type", "application/json"),
+                ("Authorization", &auth),
+            ],
+            br#"{"typeId":"wop.samples.hello","inputs":{"name":"kept"}}"#,
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["outcome"], "completed");
+
+    // Closing one frees its slot: a new connection is served again once the
+    // server has seen the close.
+    drop(c1);
+    let mut served = false;
+    for _ in 0..500 {
+        let r = req(addr, "GET", "/healthz", &[("Connection", "close")], b"").await;
+        if r.status == 200 {
+            served = true;
+            break;
+        }
+        assert_eq!(r.status, 503);
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(served, "the freed slot was never reused");
+    let h = c2.send("GET", "/healthz", &[], b"").await.json();
+    assert!(h["connectionsRefused"].as_u64().unwrap() >= 2, "{h}");
+    s.stop().await;
+}
+
+/// An idle keep-alive connection does not hold its slot forever: the
+/// header-read timer also runs between requests, so the server closes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_keep_alive_connection_frees_its_slot() {
+    let s = start(
+        "",
+        &serve_toml("maxConnections = 1\nheaderTimeoutMs = 200"),
+        &["hello"],
+    )
+    .await;
+    let mut idle = Conn::open(s.addr).await;
+    assert_eq!(idle.send("GET", "/healthz", &[], b"").await.status, 200);
+    // The idle connection is closed by the server (EOF), not by us.
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(30), idle.fill())
+        .await
+        .expect("the idle connection was never closed");
+    assert!(!closed, "unexpected bytes on an idle connection");
+    let mut served = false;
+    for _ in 0..500 {
+        let r = req(s.addr, "GET", "/healthz", &[], b"").await;
+        if r.status == 200 {
+            served = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(served, "the idle connection's slot was never freed");
+    s.stop().await;
+}

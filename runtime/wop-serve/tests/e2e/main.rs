@@ -8,6 +8,7 @@ mod invoke;
 mod mcp;
 mod process;
 mod python;
+mod rmcp_client;
 
 use serde_json::Value;
 use std::net::SocketAddr;

@@ -15,7 +15,6 @@ fn venv_python() -> Option<PathBuf> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "the mcp==2.3.0 client script does not pass yet (an exception inside the client); run tests/mcp_client.py by hand against a running wop-serve"]
 async fn python_mcp_sdk_lists_and_calls() {
     let Some(py) = venv_python() else {
         if std::env::var_os("WOP_SERVE_REQUIRE_PY").is_some() {
