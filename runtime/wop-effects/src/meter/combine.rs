@@ -107,9 +107,10 @@ impl<D: Send + 'static, O: Clone + Send + Sync + 'static> Combiner<D, O> {
     /// carries it is done. `write` gets a whole batch (in queue order) and
     /// returns one output per delta; it must write the same key the same
     /// way whoever calls it. The caller that finds nobody writing becomes
-    /// the writer and writes batches until none is queued; its own first
-    /// batch of one runs inline, any batch carrying other callers' deltas
-    /// runs on its own task, so a cancelled writer never loses theirs.
+    /// the writer of the queued batch, then hands the role to the next
+    /// batch's members; its own batch of one runs inline, any batch
+    /// carrying other callers' deltas runs on its own task, so a cancelled
+    /// writer never loses theirs.
     pub(super) async fn submit<W, F>(&self, key: &str, delta: D, write: W) -> Result<O, MeterError>
     where
         W: Fn(Vec<D>) -> F,
@@ -128,7 +129,7 @@ impl<D: Send + 'static, O: Clone + Send + Sync + 'static> Combiner<D, O> {
                     slot: &slot,
                     armed: true,
                 };
-                Self::write_all(&slot, &write, &done).await;
+                Self::write_one(&slot, &write, &done).await;
                 role.armed = false;
             }
             if done.result.get().is_some() {
@@ -168,36 +169,44 @@ impl<D: Send + 'static, O: Clone + Send + Sync + 'static> Combiner<D, O> {
         false
     }
 
-    /// Writes queued batches until none is left, then gives up the role.
-    async fn write_all<W, F>(slot: &Slot<D, O>, write: &W, own: &Arc<Done<O>>)
+    /// Writes the queued batch, then gives up the role: handed to the next
+    /// batch's members if one is queued (so no caller writes for others
+    /// indefinitely under sustained load: each writes at most one batch).
+    async fn write_one<W, F>(slot: &Slot<D, O>, write: &W, own: &Arc<Done<O>>)
     where
         W: Fn(Vec<D>) -> F,
         F: Future<Output = Result<Vec<O>, MeterError>> + Send + 'static,
     {
-        loop {
-            let batch = {
-                let mut st = lock(slot);
-                if st.pending.deltas.is_empty() {
-                    st.writing = false;
-                    return;
-                }
-                std::mem::take(&mut st.pending)
-            };
-            let alone = batch.deltas.len() == 1 && Arc::ptr_eq(&batch.done, own);
-            let finish = Finish(batch.done);
-            let fut = write(batch.deltas);
-            if alone {
-                // Only our own delta: nobody else to protect from our
-                // cancellation.
+        let batch = {
+            let mut st = lock(slot);
+            if st.pending.deltas.is_empty() {
+                st.writing = false;
+                return;
+            }
+            std::mem::take(&mut st.pending)
+        };
+        let alone = batch.deltas.len() == 1 && Arc::ptr_eq(&batch.done, own);
+        let finish = Finish(batch.done);
+        let fut = write(batch.deltas);
+        if alone {
+            // Only our own delta: nobody else to protect from our
+            // cancellation.
+            let r = fut.await.map_err(|e| e.to_string());
+            finish.set(r);
+        } else {
+            let task = tokio::spawn(async move {
                 let r = fut.await.map_err(|e| e.to_string());
                 finish.set(r);
-            } else {
-                let task = tokio::spawn(async move {
-                    let r = fut.await.map_err(|e| e.to_string());
-                    finish.set(r);
-                });
-                let _ = task.await;
-            }
+            });
+            let _ = task.await;
+        }
+        let next = {
+            let mut st = lock(slot);
+            st.writing = false;
+            (!st.pending.deltas.is_empty()).then(|| st.pending.done.clone())
+        };
+        if let Some(next) = next {
+            next.wake.notify_waiters();
         }
     }
 
@@ -346,6 +355,40 @@ mod tests {
         assert_eq!(c.tracked(), 0, "idle keys are forgotten");
     }
 
+    /// Under sustained load no caller keeps writing for others: one that
+    /// submits while eight others submit in a loop returns long before
+    /// they run out of work.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_writer_is_not_kept_writing_for_others() {
+        const ROUNDS: u64 = 2_000;
+        let c: Arc<Combiner<u64, u64>> = Arc::new(Combiner::default());
+        let total = Arc::new(AtomicU64::new(0));
+        let writes = Arc::new(AtomicU64::new(0));
+        let write = summing(&total, &writes, Duration::from_micros(50));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut busy = Vec::new();
+        for t in 0..8u64 {
+            let (c, write, stop) = (c.clone(), write.clone(), stop.clone());
+            busy.push(tokio::spawn(async move {
+                let mut rounds = 0;
+                while !stop.load(Ordering::Relaxed) && rounds < ROUNDS {
+                    c.submit("k", t, &write).await.unwrap();
+                    rounds += 1;
+                }
+                rounds
+            }));
+        }
+        tokio::task::yield_now().await;
+        c.submit("k", 1, &write).await.unwrap();
+        stop.store(true, Ordering::Relaxed);
+        for b in busy {
+            assert!(
+                b.await.unwrap() < ROUNDS,
+                "the caller waited for the others to finish"
+            );
+        }
+    }
+
     #[tokio::test]
     async fn a_failed_write_fails_every_member() {
         let c: Combiner<u8, ()> = Combiner::default();
@@ -362,8 +405,8 @@ mod tests {
             .unwrap();
     }
 
-    /// The writer is cancelled while it writes another caller's delta: that
-    /// write still completes and its caller is answered.
+    /// The writer of a batch carrying other callers' deltas is cancelled
+    /// (here every member is): the write still completes.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_cancelled_writer_does_not_lose_others_deltas() {
         let c: Arc<Combiner<u64, u64>> = Arc::new(Combiner::default());
@@ -374,28 +417,44 @@ mod tests {
             write,
         } = gated();
         let (c1, w1) = (c.clone(), write.clone());
-        let writer = tokio::spawn(async move { c1.submit("k", 5, &w1).await });
+        let first = tokio::spawn(async move { c1.submit("k", 5, &w1).await });
         assert_eq!(
             seen.recv().await.unwrap(),
             vec![5],
-            "the writer's own batch"
+            "the first caller's own batch"
         );
-        let (c2, w2) = (c.clone(), write.clone());
-        let member = tokio::spawn(async move { c2.submit("k", 7, &w2).await });
-        while c.queued("k") == 0 {
+        // Two more queue behind it, forming the next batch.
+        let members: Vec<_> = [7u64, 11]
+            .into_iter()
+            .map(|v| {
+                let (c, w) = (c.clone(), write.clone());
+                tokio::spawn(async move { c.submit("k", v, &w).await })
+            })
+            .collect();
+        while c.queued("k") < 2 {
             tokio::task::yield_now().await;
         }
-        gate.add_permits(1); // the writer's own write completes
-        assert_eq!(
-            seen.recv().await.unwrap(),
-            vec![7],
-            "the writer takes the member's batch"
-        );
-        writer.abort(); // ... and is cancelled in the middle of it
-        let _ = writer.await;
+        gate.add_permits(1); // the first write completes; the role passes on
+        assert_eq!(first.await.unwrap().unwrap(), 10);
+        let mut next = seen.recv().await.unwrap();
+        next.sort_unstable();
+        assert_eq!(next, vec![7, 11], "one member writes the whole batch");
+        // Cancel both members, the writer among them, mid-write.
+        for m in members {
+            m.abort();
+            let _ = m.await;
+        }
         gate.add_permits(1);
-        assert_eq!(member.await.unwrap().unwrap(), 14);
-        assert_eq!(total.load(Ordering::Relaxed), 12);
+        for _ in 0..1000 {
+            if total.load(Ordering::Relaxed) == 23 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(total.load(Ordering::Relaxed), 23, "the batch was written");
+        // The key is usable again.
+        gate.add_permits(1);
+        assert_eq!(c.submit("k", 1, &write).await.unwrap(), 2);
     }
 
     /// The writer is cancelled during its own write: the role is handed to
