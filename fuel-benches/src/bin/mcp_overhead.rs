@@ -17,9 +17,8 @@
 //! --bin mcp_overhead [-- N]`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
@@ -41,41 +40,6 @@ fn need(p: PathBuf) -> String {
         p.display()
     );
     p.display().to_string()
-}
-
-/// The Python Streamable HTTP server, killed on drop.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_python_http() -> (Server, u16) {
-    let python = need(tests_dir().join("python/.venv/bin/python"));
-    let script = need(tests_dir().join("python/http_server.py"));
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(python)
-        .args([script, port.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let server = Server(child);
-    for _ in 0..300 {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return (server, port);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("python MCP server did not listen within 30 s");
 }
 
 fn invoke_req(server: &str, tool: &str, args: &Value, repeat: u32) -> InvokeRequest {
@@ -105,7 +69,7 @@ async fn main() {
     let everything = need(
         tests_dir().join("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
     );
-    let (_py, port) = start_python_http();
+    let (_py, port) = wop_testkit::start_python_mcp_http();
     let url = format!("http://127.0.0.1:{port}/mcp");
     let policy = format!(
         r#"

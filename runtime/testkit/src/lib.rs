@@ -200,3 +200,55 @@ async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<Seen> {
         body: String::from_utf8_lossy(&body).to_string(),
     })
 }
+
+/// A child process killed (and reaped) on drop.
+pub struct ChildGuard(pub std::process::Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the PyPI `mcp` Streamable HTTP test server
+/// (`runtime/wop-mcp/tests/python/http_server.py`, venv made by
+/// `bash runtime/wop-mcp/tests/setup.sh`) on a free loopback port and waits
+/// until it listens. Returns the guard and the port; the endpoint is
+/// `http://127.0.0.1:<port>/mcp`.
+pub fn start_python_mcp_http() -> (ChildGuard, u16) {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../wop-mcp/tests/python");
+    let (python, script) = (dir.join(".venv/bin/python"), dir.join("http_server.py"));
+    for p in [&python, &script] {
+        assert!(
+            p.exists(),
+            "missing MCP test server {}; install with: bash runtime/wop-mcp/tests/setup.sh",
+            p.display()
+        );
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new(python)
+        .arg(script)
+        .arg(port.to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut g = ChildGuard(child);
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::time::Instant::now() < end {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return (g, port);
+        }
+        if let Ok(Some(s)) = g.0.try_wait() {
+            panic!("python MCP server exited early: {s}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("python MCP server did not listen within 30 s");
+}

@@ -415,6 +415,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn effects_store_spec_forms() {
+        let spec = |raw: &str| {
+            EffectsSection {
+                store: Some(raw.to_owned()),
+                ..Default::default()
+            }
+            .store_spec()
+        };
+        assert_eq!(EffectsSection::default().store_spec(), Ok(None));
+        assert_eq!(
+            spec("/srv/wop/effects"),
+            Ok(Some("/srv/wop/effects".to_owned()))
+        );
+        assert!(spec("  ").unwrap_err().contains("empty"));
+        let e = spec("env:WOP_TEST_SURELY_UNSET_VARIABLE").unwrap_err();
+        assert!(
+            e.contains("WOP_TEST_SURELY_UNSET_VARIABLE is not set"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn unknown_keys_are_rejected_by_name() {
         let e = Policy::from_toml("[limits]\nmemroyBytes = 5\n").unwrap_err();
         assert!(e.to_string().contains("memroyBytes"), "{e}");

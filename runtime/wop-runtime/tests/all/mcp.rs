@@ -7,9 +7,6 @@
 
 use super::*;
 use serde_json::json;
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 use wop_runtime::events::ToolStatus;
 use wop_runtime::{NodeError, Outcome, Principal, RunContext};
 
@@ -45,46 +42,6 @@ fn everything_js() -> String {
 
 fn fake_stdio() -> String {
     need(mcp_tests_dir().join("servers/fake_stdio.py"))
-}
-
-/// A child process killed on drop.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts the PyPI `mcp` Streamable HTTP server on a free loopback port.
-fn start_python_http() -> (Guard, u16) {
-    let python = need(mcp_tests_dir().join("python/.venv/bin/python"));
-    let script = need(mcp_tests_dir().join("python/http_server.py"));
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(python)
-        .args([script, port.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut g = Guard(child);
-    let end = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < end {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return (g, port);
-        }
-        if let Ok(Some(s)) = g.0.try_wait() {
-            panic!("python MCP server exited early: {s}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("python MCP server did not listen within 30 s");
 }
 
 /// The `mcp` sample with its manifest's `x-wop.mcp` replaced.
@@ -267,7 +224,7 @@ async fn python_streamable_http_effects_and_denials() {
     if skip("python_streamable_http_effects_and_denials") {
         return;
     }
-    let (_server, port) = start_python_http();
+    let (_server, port) = wop_testkit::start_python_mcp_http();
     let url = format!("http://127.0.0.1:{port}/mcp");
     let server = |extra: &str| {
         format!(
