@@ -21,6 +21,27 @@ pub const MAX_EVENT_BYTES: usize = 4 << 20;
 /// Appended to a line cut at the line cap.
 pub const CUT_MARKER: &str = " …[truncated]";
 
+/// Receives each event a [`LogBuffer`] keeps, at the moment it is kept:
+/// how a host streams an invocation's log lines and audit events while the
+/// node runs. Dropped events never reach it, so a tap sees at most what the
+/// report will hold. Called with the buffer locked: it must be quick and
+/// must not log into the same invocation.
+#[derive(Clone)]
+pub struct Tap(std::sync::Arc<dyn Fn(&Event) + Send + Sync>);
+
+impl Tap {
+    /// A tap calling `f` with every kept event.
+    pub fn new(f: impl Fn(&Event) + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for Tap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tap")
+    }
+}
+
 /// The log of one invocation.
 #[derive(Debug)]
 pub struct LogBuffer {
@@ -37,6 +58,7 @@ pub struct LogBuffer {
     events: Vec<Event>,
     stdout: Partial,
     stderr: Partial,
+    tap: Option<Tap>,
 }
 
 #[derive(Debug, Default)]
@@ -63,7 +85,23 @@ impl LogBuffer {
             events: Vec::new(),
             stdout: Partial::default(),
             stderr: Partial::default(),
+            tap: None,
         }
+    }
+
+    /// Sends every event kept from now on to `tap` as well. The events it
+    /// receives are, in order, a prefix of what [`finish`](Self::finish)
+    /// returns: only the closing markers (dropped counts) are not tapped.
+    pub fn set_tap(&mut self, tap: Option<Tap>) {
+        self.tap = tap;
+    }
+
+    /// Appends a kept event and shows it to the tap.
+    fn keep(&mut self, event: Event) {
+        if let Some(t) = &self.tap {
+            (t.0)(&event);
+        }
+        self.events.push(event);
     }
 
     /// Bytes of message text kept so far.
@@ -93,7 +131,7 @@ impl LogBuffer {
             return;
         }
         self.event_bytes += size;
-        self.events.push(event);
+        self.keep(event);
     }
 
     /// Records one line from the `log` interface.
@@ -177,7 +215,7 @@ impl LogBuffer {
             return;
         }
         self.kept += size;
-        self.events.push(Event::LogAppended {
+        self.keep(Event::LogAppended {
             level,
             message,
             fields,
@@ -310,6 +348,41 @@ mod tests {
         assert_eq!(ev.len(), 4, "3 kept + the marker");
         let m = messages(&ev);
         assert!(m[3].contains("17 event(s)"), "{}", m[3]);
+    }
+
+    #[test]
+    fn the_tap_sees_kept_events_as_a_prefix_of_the_result() {
+        use std::sync::{Arc, Mutex};
+        let tapped = |b: &mut LogBuffer| {
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let s = seen.clone();
+            b.set_tap(Some(Tap::new(move |e| {
+                if let Ok(mut v) = s.lock() {
+                    v.push(e.clone());
+                }
+            })));
+            seen
+        };
+        // Live as kept; a partial stdout line when it is flushed.
+        let mut b = LogBuffer::new(100, 100);
+        let seen = tapped(&mut b);
+        b.log(LogLevel::Info, "first", None);
+        assert_eq!(messages(&seen.lock().expect("lock")), vec!["first"]);
+        b.write(LogStream::Stdout, b"1234");
+        let all = b.finish();
+        assert_eq!(all, *seen.lock().expect("lock"));
+        assert_eq!(messages(&all), vec!["first", "1234"]);
+        // A dropped line is never tapped; the closing marker is only in
+        // the result, after the tapped prefix.
+        let mut b = LogBuffer::new(10, 100);
+        let seen = tapped(&mut b);
+        b.log(LogLevel::Info, "first", None);
+        b.log(LogLevel::Info, "dropped past the cap", None);
+        let all = b.finish();
+        let seen = seen.lock().expect("lock").clone();
+        assert_eq!(messages(&seen), vec!["first"]);
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[..1], seen[..]);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wop_core::egress::{self, Decision, Denial, Target};
 use wop_core::error::ErrorCode;
+use wop_core::events::Event;
 
 /// One header.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -225,23 +226,29 @@ pub(crate) async fn fetch(
         timeout: settings.timeout,
         provider: provider.clone(),
     };
-    let start = scope.events.len();
+    // The call's events are held until it ends: redirect-hop decisions,
+    // known only then, go before its `agent.tool-returned`.
+    let mut held: Vec<Event> = Vec::new();
     let (r, receipt) = gate
         .call_authorized(
-            scope,
+            &mut CallScope {
+                site: scope.site,
+                counters: &mut *scope.counters,
+                events: &mut held,
+            },
             &tool,
             args.clone(),
             request.idempotency_key.as_deref(),
         )
         .await;
-    // Redirect-hop decisions go before the call's `agent.tool-returned`.
     let hops = provider.take_decisions();
     if !hops.is_empty() {
-        let at = scope.events.len().saturating_sub(1).max(start);
+        let at = held.len().saturating_sub(1);
         for (i, d) in hops.iter().enumerate() {
-            scope.events.insert(at + i, d.event());
+            held.insert(at + i, d.event());
         }
     }
+    scope.events.extend(held);
     let r = r.and_then(|v| {
         response_of(&v).ok_or_else(|| GateError {
             kind: GateErrorKind::Failed,

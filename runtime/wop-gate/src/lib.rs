@@ -26,6 +26,7 @@
 //! `call-tool` is the gate tool `mcp:<server>/<tool>`; listings, resource
 //! reads and health are reads on a granted server.
 
+mod audit;
 pub mod egress;
 pub mod fetch;
 pub mod fetch_client;
@@ -36,6 +37,7 @@ pub mod pack_tool;
 mod session;
 pub mod tools;
 
+pub use audit::{Audit, LogAudit};
 pub use egress::{Egress, PackEgress};
 pub use fetch_client::{Resolver, SystemResolver};
 pub use gate::*;

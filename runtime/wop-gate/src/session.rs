@@ -6,13 +6,14 @@
 //! re-read events. Usage comes from the [`CallReceipt`] each call returns.
 
 use crate::fetch::{FetchRequest, FetchResponse};
-use crate::{CallCounters, CallReceipt, CallScope, CallSite, Gate, GateError, PackEgress};
+use crate::{
+    CallCounters, CallReceipt, CallScope, CallSite, Gate, GateError, LogAudit, PackEgress,
+};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use wop_core::events::Event;
 use wop_core::limits;
-use wop_core::logbuf::{SharedLog, with_log};
+use wop_core::logbuf::SharedLog;
 use wop_core::tools::ToolDescriptor;
 
 /// What an invocation's gate calls consumed.
@@ -113,11 +114,10 @@ impl GateSession {
         idempotency_key: Option<&str>,
     ) -> Result<Value, GateError> {
         check_id("tool id", tool_id, limits::MAX_TOOL_ID_BYTES)?;
-        let mut events = Vec::new();
         let mut scope = CallScope {
             site: &self.site,
             counters: &mut self.counters,
-            events: &mut events,
+            events: &mut LogAudit(&self.log),
         };
         let (r, receipt) = self
             .gate
@@ -125,7 +125,6 @@ impl GateSession {
             .await;
         self.usage.count(tool_id, &receipt);
         self.note(&r);
-        self.record(events);
         r
     }
 
@@ -136,7 +135,6 @@ impl GateSession {
         for h in &request.headers {
             check_id("header name", &h.name, limits::MAX_HEADER_NAME_BYTES)?;
         }
-        let mut events = Vec::new();
         let out = request.body.as_ref().map_or(0, Vec::len) as u64;
         let mut site = self.site.clone();
         site.deadline = crate::fetch::fetch_deadline(site.deadline);
@@ -144,7 +142,7 @@ impl GateSession {
         let mut scope = CallScope {
             site: &site,
             counters: &mut self.counters,
-            events: &mut events,
+            events: &mut LogAudit(&self.log),
         };
         let (r, done) =
             crate::fetch::fetch(&self.gate, self.egress.as_ref(), &mut scope, request).await;
@@ -158,7 +156,6 @@ impl GateSession {
             self.usage.egress_bytes_in += resp.body.len() as u64;
         }
         self.note(&r);
-        self.record(events);
         r
     }
 
@@ -173,14 +170,13 @@ impl GateSession {
     ) -> Result<Value, GateError> {
         check_id("MCP server id", server, limits::MAX_MCP_NAME_BYTES)?;
         check_id("MCP tool name", name, limits::MAX_MCP_NAME_BYTES)?;
-        let mut events = Vec::new();
         let mut site = self.site.clone();
         site.deadline = crate::fetch::fetch_deadline(site.deadline);
         site.transport = wop_core::events::Transport::Mcp;
         let mut scope = CallScope {
             site: &site,
             counters: &mut self.counters,
-            events: &mut events,
+            events: &mut LogAudit(&self.log),
         };
         let (r, done) = crate::mcp::call_tool(
             &self.gate,
@@ -196,7 +192,6 @@ impl GateSession {
             self.usage.count(tool_id, receipt);
         }
         self.note(&r);
-        self.record(events);
         r
     }
 
@@ -245,13 +240,6 @@ impl GateSession {
         {
             self.usage.verdicts.insert(e.code.clone());
         }
-    }
-
-    fn record(&self, events: Vec<Event>) {
-        if events.is_empty() {
-            return;
-        }
-        with_log(&self.log, |l| events.into_iter().for_each(|e| l.record(e)));
     }
 }
 

@@ -48,6 +48,8 @@ pub(crate) struct ExecParams<'a> {
     /// What a fuel or deadline stop means: the invocation's own limit, or
     /// the run's budget / run timeout (then classified as such).
     pub binding: Binding,
+    /// Receives the invocation's events as they happen (`None` at load).
+    pub tap: Option<wop_core::logbuf::Tap>,
 }
 
 /// Runs `call` in a fresh store and instance, then drops both.
@@ -60,6 +62,7 @@ pub(crate) async fn execute(p: ExecParams<'_>, call: Call) -> Execution {
         breakdown: p.breakdown,
         instantiations: Some(p.instantiations),
         untyped: "invalid-abi",
+        tap: p.tap.clone(),
         usage: Usage {
             tenant_id: p.scope.tenant_id.clone(),
             run_id: p.scope.run_id.clone(),

@@ -95,8 +95,8 @@ pub struct CallScope<'a> {
     pub site: &'a CallSite,
     /// Call ids and effect ordinals so far.
     pub counters: &'a mut CallCounters,
-    /// The call's audit events are appended here.
-    pub events: &'a mut Vec<Event>,
+    /// The call's audit events go here, in order, as they happen.
+    pub events: &'a mut dyn crate::audit::Audit,
 }
 
 /// Gate settings.

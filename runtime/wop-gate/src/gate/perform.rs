@@ -7,7 +7,7 @@ use crate::tools::{RegisteredTool, ReplayPolicy, ToolCall, ToolFailure};
 use serde_json::{Value, json};
 use std::time::Instant;
 use wop_core::error::ErrorCode;
-use wop_core::events::{Event, ToolStatus};
+use wop_core::events::ToolStatus;
 use wop_effects::effects::{Begin, ClaimRequest, EffectRecord, Keying};
 
 impl Gate {
@@ -204,7 +204,7 @@ impl Gate {
         &self,
         site: &CallSite,
         tool_id: &str,
-        events: &mut Vec<Event>,
+        events: &mut dyn crate::audit::Audit,
     ) -> Result<(), GateError> {
         let Some(m) = &site.meter else {
             return Ok(());

@@ -91,6 +91,8 @@ pub(crate) struct Setup<'a> {
     pub binding: wop_core::admission::Binding,
     /// Record the per-host-call breakdown (installs the call hook).
     pub breakdown: bool,
+    /// Receives the log's events as they are kept (live streaming).
+    pub tap: Option<wop_core::logbuf::Tap>,
 }
 
 /// The result of one core-module execution.
@@ -114,6 +116,7 @@ pub(crate) async fn execute(s: Setup<'_>, call: CoreCall) -> CoreExecution {
         breakdown: s.breakdown,
         instantiations: s.instantiations,
         untyped: "instantiate",
+        tap: s.tap,
         usage: Usage::default(),
     };
     let engine = s.linked.module.engine().clone();

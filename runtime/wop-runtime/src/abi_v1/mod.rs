@@ -288,6 +288,7 @@ async fn identify(
             instantiations,
             binding: Default::default(),
             breakdown: false,
+            tap: None,
         },
         CoreCall::Identify,
     )
@@ -462,6 +463,7 @@ impl CoreModulePack {
         limits: Limits,
         binding: wop_core::admission::Binding,
         breakdown: bool,
+        tap: Option<wop_core::logbuf::Tap>,
     ) -> InvocationReport {
         let m = &self.inspection.manifest;
         let index = self.nodes.get(&req.type_id).copied().unwrap_or(0);
@@ -502,6 +504,7 @@ impl CoreModulePack {
                 instantiations: Some(instantiations),
                 binding,
                 breakdown,
+                tap,
             },
             CoreCall::Invoke {
                 index,

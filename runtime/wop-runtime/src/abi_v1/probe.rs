@@ -182,6 +182,7 @@ pub async fn probe(wasm: &[u8], opts: &ProbeOptions) -> Result<ProbeReport, Prob
             instantiations: Some(&counter),
             binding: Default::default(),
             breakdown: false,
+            tap: None,
         },
         CoreCall::Probe {
             entry: opts.entry.clone(),

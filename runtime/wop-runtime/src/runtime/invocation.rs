@@ -1,6 +1,7 @@
 //! The invoke path: admission, the run's ledger, a fresh sandbox, metering.
 
 use super::Runtime;
+use super::live::Live;
 use crate::bindings::{node, types};
 use crate::invoke::{Call, ExecParams, Returned, execute};
 use crate::registry::{ComponentPack, PackKind};
@@ -23,6 +24,8 @@ struct ComponentRun {
     limits: Limits,
     bounds: RunBounds,
     binding: Binding,
+    /// Receives the sandbox's events as they happen.
+    tap: Option<wop_core::logbuf::Tap>,
 }
 
 impl Runtime {
@@ -46,6 +49,7 @@ impl Runtime {
             bounds: RunBounds::default(),
             binding: Binding::default(),
             breakdown: self.breakdown(),
+            tap: None,
         }
     }
 
@@ -146,6 +150,12 @@ impl Runtime {
                 return self.report(&req, outcome, events, Usage::default());
             }
         };
+        // From here on the sink sees events as they happen.
+        let live = self.inner.sink.clone().map(|s| Live::new(s, &req.context));
+        if let Some(l) = &live {
+            l.deliver(&events);
+        }
+        let tap = live.as_ref().map(Live::tap);
 
         let (outcome, exec_events, mut usage) = match pack.as_ref() {
             PackKind::AbiV1(core) => {
@@ -156,6 +166,7 @@ impl Runtime {
                         limits,
                         binding,
                         self.breakdown(),
+                        tap,
                     )
                     .await;
                 (r.outcome, r.events, r.usage)
@@ -198,6 +209,7 @@ impl Runtime {
                     limits,
                     bounds,
                     binding,
+                    tap,
                 };
                 self.run_component(pack, &req, run).await
             }
@@ -219,7 +231,17 @@ impl Runtime {
             Err(e) => tracing::error!(run = %usage.run_id, error = %e, "cannot persist usage"),
         }
         events.extend(budget_breaches);
-        self.report(&req, outcome, events, usage)
+        match live {
+            Some(l) => {
+                l.finish(&events);
+                InvocationReport {
+                    outcome,
+                    events,
+                    usage,
+                }
+            }
+            None => self.report(&req, outcome, events, usage),
+        }
     }
 
     /// Runs a component pack's `invoke` in a fresh sandbox.
@@ -236,6 +258,7 @@ impl Runtime {
             limits,
             bounds,
             binding,
+            tap,
         } = run;
         let m = &pack.inspection.manifest;
         let wit_req = node::Request {
@@ -260,6 +283,7 @@ impl Runtime {
                 .for_pack(m.wop.mcp.clone(), self.inner.policy.grant(&m.name).mcp),
         );
         params.binding = binding;
+        params.tap = tap;
         let exec = execute(params, Call::Invoke(wit_req)).await;
         let mut usage = exec.usage;
         usage.pack = m.name.clone();

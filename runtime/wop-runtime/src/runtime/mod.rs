@@ -25,6 +25,7 @@ use wop_gate::tools::ToolDescriptor;
 
 mod build;
 mod invocation;
+mod live;
 mod load;
 
 pub use build::RuntimeConfig;

@@ -28,7 +28,7 @@ use wop_core::admission::Binding;
 use wop_core::classify::{Classified, Fault, classify};
 use wop_core::events::Event;
 use wop_core::limits::Limits;
-use wop_core::logbuf::{LogBuffer, SharedLog, with_log};
+use wop_core::logbuf::{LogBuffer, SharedLog, Tap, with_log};
 use wop_core::model::Usage;
 use wop_core::replay::{ReplayClock, ReplayRng, Seed};
 
@@ -197,6 +197,8 @@ pub(crate) struct Spec<'a> {
     pub untyped: &'static str,
     /// The usage record to fill (attribution already set).
     pub usage: Usage,
+    /// Receives the log's events as they are kept (live streaming).
+    pub tap: Option<Tap>,
 }
 
 /// The result of one execution, before outcome interpretation.
@@ -263,6 +265,9 @@ pub(crate) fn arm<'a, T: SandboxState, R>(
     let started = Instant::now();
     let limits = state.sandbox().limits;
     let log = state.sandbox().log.clone();
+    if let Some(tap) = spec.tap.take() {
+        with_log(&log, |l| l.set_tap(Some(tap)));
+    }
     spec.usage.fuel_limit = limits.fuel;
     spec.usage.memory_limit_bytes = limits.memory_bytes;
     let mut store = Store::new(engine, state);

@@ -9,6 +9,7 @@ mod mcp;
 mod process;
 mod python;
 mod rmcp_client;
+mod stream;
 
 use serde_json::Value;
 use std::net::SocketAddr;
