@@ -107,10 +107,10 @@ fn main() {
         println!("cargo:rerun-if-changed={}", path.display());
     }
 
-    check_target(&rustc, TARGET);
+    ensure_target(&rustc, TARGET);
     let abi_names = pack_names(&guest, ABI_GROUP.0);
     if !abi_names.is_empty() {
-        check_target(&rustc, CORE_TARGET);
+        ensure_target(&rustc, CORE_TARGET);
     }
 
     // Build every guest crate except the ABI v1 ones for wasip2.
@@ -283,14 +283,13 @@ fn pack_names(guest: &Path, group: &str) -> Vec<String> {
     names
 }
 
-/// Fail with the `rustup` hint when the standard library for `target` is
-/// not installed.
-fn check_target(rustc: &std::ffi::OsStr, target: &str) {
+/// Whether the standard library for `target` is installed for `rustc`.
+fn target_installed(rustc: &std::ffi::OsStr, target: &str) -> bool {
     let output = Command::new(rustc)
         .args(["--print", "target-libdir", "--target", target])
         .env_remove("RUSTC_WORKSPACE_WRAPPER")
         .output();
-    let installed = match output {
+    match output {
         Ok(o) if o.status.success() => {
             let libdir = String::from_utf8_lossy(&o.stdout).trim().to_owned();
             Path::new(&libdir).is_dir()
@@ -303,13 +302,80 @@ fn check_target(rustc: &std::ffi::OsStr, target: &str) {
                     .unwrap_or(false)
         }
         _ => false,
-    };
-    if !installed {
-        panic!(
-            "the Rust standard library for {target} is not installed; \
-             run `rustup target add {target}` and build again"
-        );
     }
+}
+
+/// The rustup toolchain `rustc` belongs to: `RUSTUP_TOOLCHAIN` (set by
+/// rustup's proxies for the toolchain they run, including one chosen with
+/// `+toolchain`, `rust-toolchain.toml` or the variable itself), else the
+/// name of its sysroot directory when that lies in a rustup `toolchains/`
+/// directory. `None`: not a rustup toolchain.
+fn rustup_toolchain(rustc: &std::ffi::OsStr) -> Option<String> {
+    if let Some(t) = env::var("RUSTUP_TOOLCHAIN").ok().filter(|t| !t.is_empty()) {
+        return Some(t);
+    }
+    let o = Command::new(rustc)
+        .args(["--print", "sysroot"])
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .output()
+        .ok()?;
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
+    let parent = sysroot.parent()?;
+    (parent.file_name()? == "toolchains")
+        .then(|| {
+            sysroot
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .flatten()
+}
+
+/// Makes sure the standard library for `target` is installed: when it is
+/// missing and rustup is available, runs `rustup target add <target>` for
+/// the active toolchain (announced with a cargo warning), so the README's
+/// commands work where rustup does not install targets by itself (e.g.
+/// `RUSTUP_AUTO_INSTALL=0`). Fails with the exact `rustup` line to run
+/// only when that is impossible or fails.
+fn ensure_target(rustc: &std::ffi::OsStr, target: &str) {
+    if target_installed(rustc, target) {
+        return;
+    }
+    let toolchain = rustup_toolchain(rustc);
+    let line = match &toolchain {
+        Some(t) => format!("rustup target add --toolchain {t} {target}"),
+        None => format!("rustup target add {target}"),
+    };
+    let rustup = env::var_os("RUSTUP").unwrap_or_else(|| "rustup".into());
+    let mut cmd = Command::new(&rustup);
+    cmd.args(["target", "add"]);
+    if let Some(t) = &toolchain {
+        cmd.args(["--toolchain", t]);
+    }
+    cmd.arg(target)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    println!(
+        "cargo:warning=the Rust standard library for {target} is not installed; \
+         installing it for the sample packs: `{line}`"
+    );
+    let why = match cmd.output() {
+        Ok(o) if o.status.success() && target_installed(rustc, target) => return,
+        Ok(o) if o.status.success() => {
+            format!("`{line}` succeeded but {target} is still not installed for this rustc")
+        }
+        Ok(o) => {
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            match stderr.trim() {
+                "" => format!("`{line}` failed ({})", o.status),
+                said => format!("`{line}` failed ({}): {said}", o.status),
+            }
+        }
+        Err(e) => format!("rustup is not available ({e})"),
+    };
+    panic!(
+        "the Rust standard library for {target} is not installed and could not be \
+         installed: {why}; run `{line}` and build again"
+    );
 }
 
 /// Copy one pack into `dest`: the component as `<name>.wasm` and `pack.json`

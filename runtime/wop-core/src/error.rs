@@ -327,6 +327,22 @@ pub enum LoadError {
         /// What went wrong.
         message: String,
     },
+    /// The pack declares more than a limit allows (a table whose declared
+    /// size is above `limits.tableElements`): refused at load with the
+    /// limit's own code and cause.
+    #[error("{code}: {message}")]
+    Limit {
+        /// The limit's code (e.g. `sandbox_memory_exceeded`).
+        code: ErrorCode,
+        /// `details.cause`, e.g. `table-size`.
+        cause: &'static str,
+        /// The limit.
+        limit: u64,
+        /// What the pack declared.
+        observed: u64,
+        /// What is wrong.
+        message: String,
+    },
     /// Host-side I/O failed (cache directory, pack directory).
     #[error("internal_error: {0}")]
     Io(String),
@@ -362,7 +378,7 @@ impl LoadError {
             Self::Unsupported(_) => ErrorCode::UnsupportedRuntime,
             Self::Escape { .. } => ErrorCode::SandboxEscapeAttempt,
             Self::CapabilityDenied { .. } => ErrorCode::SandboxCapabilityDenied,
-            Self::Component { code, .. } => *code,
+            Self::Component { code, .. } | Self::Limit { code, .. } => *code,
             Self::Io(_) => ErrorCode::InternalError,
             Self::AbiVersion { .. } => ErrorCode::UnsupportedAbiVersion,
         }
@@ -399,6 +415,12 @@ impl LoadError {
             Self::AbiVersion { version, supported } => {
                 crate::details! {"abiVersion" => version, "supportedAbiVersions" => supported}
             }
+            Self::Limit {
+                cause,
+                limit,
+                observed,
+                ..
+            } => crate::details! {"cause" => cause, "limit" => limit, "observed" => observed},
             Self::Unsupported(_) | Self::Component { .. } | Self::Io(_) => Map::new(),
         }
     }

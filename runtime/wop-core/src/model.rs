@@ -152,6 +152,9 @@ pub struct Usage {
     pub peak_memory_bytes: u64,
     /// Memory cap, in bytes.
     pub memory_limit_bytes: u64,
+    /// Most elements any one table reached (`limits.tableElements` caps it).
+    #[serde(default)]
+    pub peak_table_elements: u64,
     /// Host calls per interface.
     pub host_calls: BTreeMap<String, u64>,
     /// Log bytes kept.

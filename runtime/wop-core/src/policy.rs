@@ -301,6 +301,14 @@ impl Policy {
                 l.memory_bytes
             )));
         }
+        if l.table_elements > crate::limits::MAX_TABLE_ELEMENTS {
+            return Err(ConfigError::Policy(format!(
+                "limits.tableElements = {} is above the engine's maximum {} (the most elements \
+                 any table can have)",
+                l.table_elements,
+                crate::limits::MAX_TABLE_ELEMENTS
+            )));
+        }
         if l.instances < MIN_INSTANCES {
             return Err(ConfigError::Policy(format!(
                 "limits.instances = {} is below {MIN_INSTANCES}; componentized runtimes need more instances than that",

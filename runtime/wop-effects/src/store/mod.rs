@@ -18,7 +18,7 @@ mod memory;
 pub mod postgres;
 mod sled;
 
-pub use self::sled::{SledOptions, SledStore};
+pub use self::sled::{SLED_CACHE_BYTES, SledOptions, SledStore};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};

@@ -25,6 +25,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+/// Bytes of sled's page cache. Opening a store reads only what recovery
+/// needs; what stays in memory is bounded by this cache, not by the size
+/// of the store's history (sled's own default is 1 GiB, so a store grown
+/// large could make every later process that opens it hold that much).
+pub const SLED_CACHE_BYTES: u64 = 64 << 20;
+
 /// Options for [`SledStore::open_with`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SledOptions {
@@ -91,6 +97,7 @@ impl SledStore {
         })?;
         let db = sled::Config::new()
             .path(path)
+            .cache_capacity(SLED_CACHE_BYTES)
             .open()
             .map_err(|e| open_error(path, e))?;
         Ok(SledStore {

@@ -112,8 +112,12 @@ pub(crate) struct CoreState {
     pub state_bytes: u64,
     /// The resume value for the first `openwop_interrupt` call.
     pub resume: Option<Value>,
-    /// Set when `openwop_interrupt` suspended the node.
-    pub suspended: Option<Value>,
+    /// Set when `openwop_interrupt` suspended the node: the payload as
+    /// the module sent it (JSON text), interpreted like a returned outcome.
+    pub suspended: Option<String>,
+    /// Length of the response `openwop_node_invoke` returned: counted as
+    /// `outputBytes` even when it is refused at the output cap.
+    pub response_bytes: u64,
     /// How many host calls are inside a guest callback
     /// (`openwop_alloc`) right now; bounded by [`MAX_REENTRY`].
     pub reentry: u32,
@@ -125,6 +129,9 @@ impl SandboxState for CoreState {
     }
     fn sandbox_mut(&mut self) -> &mut Sandbox {
         &mut self.sb
+    }
+    fn harvest(&self, usage: &mut wop_core::model::Usage) {
+        usage.output_bytes = self.response_bytes;
     }
 }
 
@@ -373,8 +380,11 @@ pub(crate) async fn call(
                 }));
             }
             let bytes = read(&mut caller, "openwop_interrupt", ptr, len)?;
-            let payload: Value = match serde_json::from_slice(&bytes) {
-                Ok(v) => v,
+            let payload = match serde_json::from_slice::<serde::de::IgnoredAny>(&bytes)
+                .map_err(|e| e.to_string())
+                .and_then(|_| String::from_utf8(bytes).map_err(|e| e.to_string()))
+            {
+                Ok(text) => text,
                 Err(e) => {
                     return Err(caller
                         .data_mut()

@@ -19,9 +19,6 @@ const MAX_NAME_BYTES: u32 = 214;
 const MAX_TYPE_ID_BYTES: u32 = 256;
 /// Most node types one module may report.
 const MAX_NODES: i32 = 1024;
-/// Room for the response envelope around the output (and a failed
-/// response's error message) on top of `limits.outputBytes`.
-pub(crate) const ENVELOPE_SLACK: u64 = 64 << 10;
 
 /// The signatures of the ABI exports a module declared.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
@@ -70,8 +67,8 @@ pub(crate) enum CoreReturned {
     Identity(Identity),
     /// The response bytes (already freed in the module).
     Response(Vec<u8>),
-    /// `openwop_interrupt` suspended the node with this payload.
-    Suspended(Value),
+    /// `openwop_interrupt` suspended the node with this payload (JSON text).
+    Suspended(String),
     /// The probe's first result, if the export returns one.
     Probe(Option<Val>),
 }
@@ -108,6 +105,7 @@ pub(crate) async fn execute(s: Setup<'_>, call: CoreCall) -> CoreExecution {
         state_bytes: 0,
         resume: s.resume,
         suspended: None,
+        response_bytes: 0,
         reentry: 0,
     };
     let spec = Spec {
@@ -384,12 +382,10 @@ async fn invoke(
             .data_mut()
             .invalid("openwop_node_invoke returned no response (0, 0)"));
     }
-    let cap = store
-        .data()
-        .sb
-        .limits
-        .output_bytes
-        .saturating_add(ENVELOPE_SLACK);
+    // The whole response envelope is the outcome: it is counted, and not
+    // even copied out past the output cap (decision 0011).
+    store.data_mut().response_bytes = resp.1.into();
+    let cap = store.data().sb.limits.output_bytes;
     let bytes = read_out(
         instance,
         store,

@@ -49,7 +49,7 @@ use wop_core::capability::{Capability, effective};
 use wop_core::error::{ErrorCode, LoadError, NodeError};
 use wop_core::limits::Limits;
 use wop_core::manifest::{Language, Manifest, NodeDecl, RuntimeDecl, WopBlock};
-use wop_core::model::{InvocationReport, InvokeRequest, Outcome};
+use wop_core::model::{InvocationReport, InvokeRequest};
 use wop_core::pack::Inspection;
 use wop_core::policy::Policy;
 use wop_core::replay::Seed;
@@ -234,6 +234,7 @@ async fn prepare(path: &Path, policy: &Policy) -> Result<Prepared, LoadError> {
     let engine = crate::engine::engine().map_err(|e| LoadError::Io(e.to_string()))?;
     let src = read_source(path, policy)?;
     let res = resolve(policy, &src, path);
+    crate::sandbox::check_declared_tables(&src.bytes, crate::sandbox::table_cap(&res.limits))?;
     let module = loader::compile(engine, src.bytes.clone()).await?;
     let granted = imports::granted_names(&res.effective);
     let gate = loader::gate(&module, &granted);
@@ -535,7 +536,17 @@ impl CoreModulePack {
                     &mut events,
                 )
             }
-            Ok(CoreReturned::Suspended(interrupt)) => Ok(Outcome::Suspended { interrupt }),
+            // `openwop_interrupt` already required the grant; its payload
+            // is the outcome, under the same cap and counted the same way.
+            Ok(CoreReturned::Suspended(interrupt)) => crate::sandbox::interpret_return(
+                wop_core::outcome::PackReturn::Suspended(interrupt),
+                limits.output_bytes,
+                true,
+                &exec.verdicts,
+                &req.context.node_id,
+                &mut usage,
+                &mut events,
+            ),
             Ok(_) => Err(NodeError::runtime(
                 ErrorCode::InternalError,
                 "invoke returned no response",

@@ -19,6 +19,9 @@ use wop_gate::CallSite;
 
 impl Runtime {
     async fn compile(&self, sha: &str, wasm: Vec<u8>) -> Result<Component, LoadError> {
+        // A declared table above the limit is the table limit, not bad wasm.
+        let tables = crate::sandbox::table_cap(&self.inner.policy.limits());
+        crate::sandbox::check_declared_tables(&wasm, tables)?;
         let inner = self.inner.clone();
         let sha = sha.to_owned();
         let res = tokio::task::spawn_blocking(move || {

@@ -16,7 +16,7 @@
 mod limiter;
 mod meter;
 
-pub(crate) use limiter::Limiter;
+pub(crate) use limiter::{Limiter, check_declared_tables, table_cap};
 pub(crate) use meter::CallMeter;
 
 use std::collections::BTreeSet;
@@ -377,6 +377,7 @@ impl<T: SandboxState> Armed<'_, T> {
         usage.fuel_after_last_call = sb.meter.mark.saturating_sub(remaining);
         usage.loop_iterations = sb.meter.loop_iterations;
         usage.peak_memory_bytes = sb.limiter.memory_peak;
+        usage.peak_table_elements = sb.limiter.table_peak;
         usage.instantiate_time_us = sb
             .instantiated_at
             .map_or(0, |t| micros(t.saturating_duration_since(started)));
@@ -451,6 +452,18 @@ fn fault_from(e: &wasmtime::Error, sb: &Sandbox, consumed: u64, untyped: &str) -
     }
     if let Some(f) = &sb.host_fault {
         return f.clone();
+    }
+    // A full resource table is the `resourceEntries` limit (WASI's host
+    // functions raise it as an error, not a trap).
+    if matches!(
+        e.downcast_ref::<wasmtime::component::ResourceTableError>(),
+        Some(wasmtime::component::ResourceTableError::Full)
+    ) {
+        return Fault::HostCap {
+            kind: "resource-entries",
+            limit: sb.limits.resource_entries,
+            observed: sb.limits.resource_entries.saturating_add(1),
+        };
     }
     match e.downcast_ref::<Trap>() {
         Some(Trap::OutOfFuel) => Fault::Fuel {

@@ -12,7 +12,7 @@ use wop_runtime::Outcome;
 /// `openwop_node_invoke` body `invoke` (multi-value result). The response
 /// `{"outcome":"completed","output":0}` sits at 256; its digit at
 /// [`DIGIT`].
-fn module(
+pub(super) fn module(
     name: &str,
     imports: &str,
     pages: u32,
@@ -57,7 +57,7 @@ const RESPONSE: &str = r#"{"outcome":"completed","output":0}"#;
 const DIGIT: usize = 256 + RESPONSE.len() - 2;
 
 /// Writes an ABI v1 pack directory for `wasm` with `caps`.
-fn abi_pack(root: &Path, name: &str, wasm: &[u8], caps: &[&str]) -> PathBuf {
+pub(super) fn abi_pack(root: &Path, name: &str, wasm: &[u8], caps: &[&str]) -> PathBuf {
     let dir = root.join(name);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("module.wasm"), wasm).unwrap();
@@ -72,7 +72,7 @@ fn abi_pack(root: &Path, name: &str, wasm: &[u8], caps: &[&str]) -> PathBuf {
     dir
 }
 
-fn code(r: &InvocationReport) -> String {
+pub(super) fn code(r: &InvocationReport) -> String {
     match &r.outcome {
         Err(e) => e.code.clone(),
         Ok(o) => panic!("expected a failure, got {o:?}"),

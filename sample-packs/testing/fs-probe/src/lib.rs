@@ -2,10 +2,16 @@
 //! arbitrary path so tests can probe the single WASI preopen (mounted at
 //! `/data`) with relative and absolute paths, `..` and symlinks.
 //!
-//! Input `{"op": "read" | "write" | "list", "path": "...", "content"?: "..."}`.
+//! Input `{"op": "read" | "write" | "list" | "hold", "path": "...",
+//! "content"?: "...", "count"?: n}`.
 //! Output `{"ok": true, "content": "..."}` (read), `{"ok": true}` (write),
-//! `{"ok": true, "entries": ["name", ...]}` (list, sorted), or
+//! `{"ok": true, "entries": ["name", ...]}` (list, sorted), `{"ok": true,
+//! "held": n}` (hold: opens `path` `count` times and keeps every handle
+//! open, each one a host resource), or
 //! `{"ok": false, "error": "<ErrorKind>: <message>"}`.
+//!
+//! Its `describe()` also tries to write `/data/written-by-describe`: it
+//! must not have the filesystem grant at load.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -24,6 +30,8 @@ enum Op {
     Write,
     /// List the directory.
     List,
+    /// Open the file `count` times, holding every handle.
+    Hold,
 }
 
 /// The node's inputs.
@@ -36,6 +44,9 @@ struct Inputs {
     /// What to write (`write` only); empty when absent.
     #[serde(default)]
     content: Option<String>,
+    /// How many handles to hold (`hold` only).
+    #[serde(default)]
+    count: usize,
 }
 
 /// Run the operation, returning the success fields.
@@ -57,11 +68,21 @@ fn run(inputs: &Inputs) -> std::io::Result<Value> {
             entries.sort();
             Ok(json!({ "ok": true, "entries": entries }))
         }
+        Op::Hold => {
+            let mut held = Vec::new();
+            for _ in 0..inputs.count {
+                held.push(std::fs::File::open(&inputs.path)?);
+            }
+            Ok(json!({ "ok": true, "held": held.len() }))
+        }
     }
 }
 
 impl Pack for FsProbe {
     fn describe() -> PackInfo {
+        // Hostile: a side effect at load, before any invocation. The
+        // runtime runs describe() without the filesystem grant.
+        let _ = std::fs::write("/data/written-by-describe", "describe");
         PackInfo::new("fs-probe", "0.1.0").node("wop.testing.fs-probe", "0.1.0")
     }
 

@@ -1,0 +1,172 @@
+//! Hardening (issue 14), class 3: the shared persistent store does not
+//! grow with what a pack chooses, and opening a store with a long history
+//! does not load it.
+
+use super::*;
+use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use wop_runtime::Outcome;
+use wop_runtime::store::{CasResult, KvStore, SledStore, StoreError};
+
+/// Most bytes (keys + values) one invocation adds to the store with the
+/// default meter options, whatever the pack passes to its host calls: the
+/// kept usage record (identifiers cut to 128 bytes, 8 breakdown entries
+/// with 64-byte targets, 32 tool ids) plus its share of the run's and the
+/// pack's roll-ups. Documented in docs/SECURITY.md.
+const MAX_PERSISTED_BYTES_PER_INVOCATION: u64 = 8 << 10;
+
+/// A store that counts what is read from it.
+struct Counting {
+    inner: Arc<dyn KvStore>,
+    reads: AtomicU64,
+    scans: AtomicU64,
+    bytes_read: AtomicU64,
+}
+
+impl Counting {
+    fn new(inner: Arc<dyn KvStore>) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            reads: AtomicU64::new(0),
+            scans: AtomicU64::new(0),
+            bytes_read: AtomicU64::new(0),
+        })
+    }
+    fn read(&self, n: usize) {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
+#[async_trait::async_trait]
+impl KvStore for Counting {
+    async fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<Vec<u8>>,
+    ) -> Result<CasResult, StoreError> {
+        let r = self.inner.compare_and_swap(key, expected, new).await?;
+        if let Err(Some(current)) = &r {
+            self.read(current.len());
+        }
+        Ok(r)
+    }
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let v = self.inner.get(key).await?;
+        self.read(v.as_ref().map_or(0, Vec::len));
+        Ok(v)
+    }
+    async fn put(&self, key: &str, value: Vec<u8>) -> Result<(), StoreError> {
+        self.inner.put(key, value).await
+    }
+    async fn remove(&self, key: &str) -> Result<(), StoreError> {
+        self.inner.remove(key).await
+    }
+    async fn scan_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        self.scans.fetch_add(1, Ordering::Relaxed);
+        let v = self.inner.scan_prefix(prefix, limit).await?;
+        self.read(v.iter().map(|(k, v)| k.len() + v.len()).sum());
+        Ok(v)
+    }
+    async fn scan_range(
+        &self,
+        start: &str,
+        end: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        self.scans.fetch_add(1, Ordering::Relaxed);
+        let v = self.inner.scan_range(start, end, limit).await?;
+        self.read(v.iter().map(|(k, v)| k.len() + v.len()).sum());
+        Ok(v)
+    }
+    fn backend(&self) -> &'static str {
+        self.inner.backend()
+    }
+}
+
+fn runtime_on(store: Arc<dyn KvStore>, policy: &str) -> Runtime {
+    let mut cfg = RuntimeConfig::new();
+    cfg.policy(Policy::from_toml(policy).unwrap());
+    cfg.effect_store(store);
+    Runtime::new(&cfg).unwrap()
+}
+
+/// Bytes of every key and value in the store.
+async fn live_bytes(kv: &dyn KvStore) -> u64 {
+    kv.scan_range("", None, usize::MAX)
+        .await
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.len() + v.len()) as u64)
+        .sum()
+}
+
+/// A pack making 300 tool calls with 500-byte tool ids per invocation
+/// (each kept in the in-memory breakdown) grows a real sled store by at
+/// most [`MAX_PERSISTED_BYTES_PER_INVOCATION`] per invocation; then a new
+/// process opening that store and running one invocation reads only its
+/// own run's records — no scan, a few hundred bytes, whatever the history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn persisted_usage_is_bounded_and_opening_reads_no_history() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("effects");
+    let policy = "[packs.id-flood]\ncapabilities = [\"tools\"]\ntools = [\"crm:*\"]\n";
+    const RUNS: u64 = 24;
+    let history = {
+        let store: Arc<dyn KvStore> = Arc::new(SledStore::open(&path).unwrap());
+        let rt = runtime_on(store.clone(), policy);
+        load(&rt, "id-flood").await;
+        let before = live_bytes(&*store).await;
+        let mut in_memory = 0;
+        for i in 0..RUNS {
+            let mut req = InvokeRequest::new(
+                "wop.testing.id-flood",
+                json!({"mode": "tools", "calls": 300, "idBytes": 500}),
+            );
+            req.context.run_id = format!("run-{i}");
+            let r = rt.invoke(req).await;
+            assert!(
+                matches!(r.outcome, Ok(Outcome::Completed { .. })),
+                "{:?}",
+                r.outcome
+            );
+            in_memory = serde_json::to_vec(&r.usage).unwrap().len() as u64;
+        }
+        let added = live_bytes(&*store).await - before;
+        let per = added / RUNS;
+        assert!(
+            per <= MAX_PERSISTED_BYTES_PER_INVOCATION,
+            "{per} bytes persisted per invocation"
+        );
+        // What the bound saves: the invocation's own usage is far larger.
+        assert!(in_memory > 16 * per, "usage {in_memory} vs {per} persisted");
+        drop(rt);
+        added
+    };
+
+    // A new process on the same store: the store is opened, a pack loaded
+    // and one invocation of a new run recorded.
+    let sled: Arc<dyn KvStore> = Arc::new(SledStore::open(&path).unwrap());
+    let counting = Counting::new(sled);
+    let rt = runtime_on(counting.clone(), "");
+    load(&rt, "hello").await;
+    let mut req = InvokeRequest::new("wop.samples.hello", json!({"name": "Ada"}));
+    req.context.run_id = "a-new-run".to_owned();
+    let r = rt.invoke(req).await;
+    assert!(r.outcome.is_ok(), "{:?}", r.outcome);
+    let (scans, read) = (
+        counting.scans.load(Ordering::Relaxed),
+        counting.bytes_read.load(Ordering::Relaxed),
+    );
+    assert_eq!(scans, 0, "nothing scans the history");
+    assert!(
+        read <= 1024 && read * 50 < history,
+        "read {read} bytes of a {history}-byte history"
+    );
+}
