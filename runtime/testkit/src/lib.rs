@@ -252,3 +252,37 @@ pub fn start_python_mcp_http() -> (ChildGuard, u16) {
     }
     panic!("python MCP server did not listen within 30 s");
 }
+
+/// Spawns the executor service (`wop serve …` or `wop-serve …`, given
+/// `--listen 127.0.0.1:0` by the caller) with stdout piped, and reads its
+/// first line, `wop-serve listening on http://<addr>`. Returns the child
+/// (killed on drop), the address, and the rest of its stdout (after a
+/// SIGTERM it prints `wop-serve stopped`). Stderr is left as `cmd` set it.
+pub fn spawn_serve(
+    cmd: &mut std::process::Command,
+) -> std::io::Result<(
+    ChildGuard,
+    SocketAddr,
+    std::io::BufReader<std::process::ChildStdout>,
+)> {
+    use std::io::BufRead as _;
+    let mut child = ChildGuard(cmd.stdout(std::process::Stdio::piped()).spawn()?);
+    let stdout = child
+        .0
+        .stdout
+        .take()
+        .ok_or_else(|| std::io::Error::other("the child's stdout is not piped"))?;
+    let mut out = std::io::BufReader::new(stdout);
+    let mut line = String::new();
+    out.read_line(&mut line)?;
+    let addr = line
+        .trim()
+        .strip_prefix("wop-serve listening on http://")
+        .and_then(|a| a.parse().ok())
+        .ok_or_else(|| {
+            std::io::Error::other(format!(
+                "expected `wop-serve listening on http://<addr>`, got {line:?}"
+            ))
+        })?;
+    Ok((child, addr, out))
+}

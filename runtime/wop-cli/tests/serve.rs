@@ -2,7 +2,7 @@
 //! `wop-serve` binary), over a real socket, stopped by SIGTERM.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
 
@@ -28,8 +28,8 @@ fn wop_serve_runs_a_pack_and_stops_on_sigterm() {
         let e = e.unwrap();
         std::fs::copy(e.path(), packs.join(e.file_name())).unwrap();
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wop"))
-        .args(["serve", "--packs"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wop"));
+    cmd.args(["serve", "--packs"])
         .arg(tmp.path().join("packs"))
         .args([
             "--listen",
@@ -37,19 +37,8 @@ fn wop_serve_runs_a_pack_and_stops_on_sigterm() {
             "--memory-store",
             "--anonymous-loopback",
         ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let addr: SocketAddr = line
-        .trim()
-        .strip_prefix("wop-serve listening on http://")
-        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-        .parse()
-        .unwrap();
+        .stderr(Stdio::null());
+    let (mut child, addr, mut out) = wop_testkit::spawn_serve(&mut cmd).unwrap();
 
     let r = post(
         addr,
@@ -65,7 +54,7 @@ fn wop_serve_runs_a_pack_and_stops_on_sigterm() {
     );
     assert!(r.starts_with("HTTP/1.1 404"), "unknown typeId: {r}");
 
-    let pid = child.id().to_string();
+    let pid = child.0.id().to_string();
     assert!(
         Command::new("kill")
             .args(["-TERM", &pid])
@@ -73,7 +62,7 @@ fn wop_serve_runs_a_pack_and_stops_on_sigterm() {
             .unwrap()
             .success()
     );
-    let status = child.wait().unwrap();
+    let status = child.0.wait().unwrap();
     assert_eq!(status.code(), Some(0));
     let mut rest = String::new();
     out.read_line(&mut rest).unwrap();

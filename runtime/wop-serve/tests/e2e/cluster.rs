@@ -8,25 +8,17 @@
 
 use super::*;
 use serde_json::json;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use wop_effects::store::conformance::postgres_test_url;
-use wop_testkit::{Mode, Server as Counting};
+use wop_testkit::{ChildGuard, Mode, Server as Counting, spawn_serve};
 
 /// A `wop-serve` child process, SIGKILLed on drop.
 struct Proc {
-    child: Child,
+    _child: ChildGuard,
     addr: SocketAddr,
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn spawn(policy: &str, packs: &std::path::Path, store: &str, dir: &std::path::Path) -> Proc {
@@ -34,8 +26,8 @@ fn spawn(policy: &str, packs: &std::path::Path, store: &str, dir: &std::path::Pa
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let path = dir.join(format!("policy-{n}.toml"));
     std::fs::write(&path, policy).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wop-serve"))
-        .arg("--policy")
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wop-serve"));
+    cmd.arg("--policy")
         .arg(&path)
         .arg("--packs")
         .arg(packs)
@@ -46,21 +38,12 @@ fn spawn(policy: &str, packs: &std::path::Path, store: &str, dir: &std::path::Pa
             store,
             "--anonymous-loopback",
         ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("wop-serve listening on http://")
-        .unwrap_or_else(|| panic!("wop-serve did not start: {line:?}"))
-        .parse()
-        .unwrap();
-    Proc { child, addr }
+        .stderr(Stdio::null());
+    let (child, addr, _) = spawn_serve(&mut cmd).expect("wop-serve did not start");
+    Proc {
+        _child: child,
+        addr,
+    }
 }
 
 fn policy(tools: &str) -> String {

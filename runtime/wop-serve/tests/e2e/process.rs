@@ -2,7 +2,7 @@
 
 use super::*;
 use serde_json::json;
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -13,33 +13,22 @@ async fn sigterm_drains_in_flight_and_exits_zero() {
     let policy = dir.path().join("policy.toml");
     std::fs::write(&policy, "[limits]\nwallClockMs = 1500\n").unwrap();
     let store = dir.path().join("store");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wop-serve"))
-        .args([
-            "--policy",
-            policy.to_str().unwrap(),
-            "--packs",
-            packs.path().to_str().unwrap(),
-        ])
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--store",
-            store.to_str().unwrap(),
-            "--anonymous-loopback",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let addr: SocketAddr = line
-        .trim()
-        .strip_prefix("wop-serve listening on http://")
-        .unwrap_or_else(|| panic!("unexpected: {line}"))
-        .parse()
-        .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wop-serve"));
+    cmd.args([
+        "--policy",
+        policy.to_str().unwrap(),
+        "--packs",
+        packs.path().to_str().unwrap(),
+    ])
+    .args([
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        store.to_str().unwrap(),
+        "--anonymous-loopback",
+    ])
+    .stderr(Stdio::null());
+    let (mut child, addr, mut out) = wop_testkit::spawn_serve(&mut cmd).unwrap();
     let h = [("Content-Type", "application/json")];
     let r = req(
         addr,
@@ -62,7 +51,7 @@ async fn sigterm_drains_in_flight_and_exits_zero() {
         .await
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let pid = child.id().to_string();
+    let pid = child.0.id().to_string();
     assert!(
         Command::new("kill")
             .args(["-TERM", &pid])
@@ -82,7 +71,7 @@ async fn sigterm_drains_in_flight_and_exits_zero() {
         "still accepting after SIGTERM"
     );
     let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
+        if let Some(s) = child.0.try_wait().unwrap() {
             break s;
         }
         assert!(started.elapsed() < Duration::from_secs(20), "did not exit");
