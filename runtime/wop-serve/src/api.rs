@@ -18,6 +18,9 @@ pub(crate) struct ApiError {
     pub message: String,
     pub details: Option<Value>,
     pub retry_after: Option<u64>,
+    /// Answer with `Connection: close` (the connection cannot be reused:
+    /// part of the request was left unread).
+    pub close: bool,
 }
 
 impl ApiError {
@@ -28,7 +31,14 @@ impl ApiError {
             message: message.into(),
             details: None,
             retry_after: None,
+            close: false,
         }
+    }
+
+    /// Marks the answer as the connection's last.
+    pub(crate) fn closing(mut self) -> Self {
+        self.close = true;
+        self
     }
 
     pub(crate) fn details(mut self, d: Value) -> Self {
@@ -76,6 +86,10 @@ impl IntoResponse for ApiError {
             resp.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(s));
         }
+        if self.close {
+            resp.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
         if self.status == StatusCode::UNAUTHORIZED {
             resp.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -102,7 +116,17 @@ fn is_json(headers: &HeaderMap) -> bool {
     mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
 }
 
-/// Reads the body within the size and time limits, as raw bytes.
+/// Most bytes of a refused (too large) body read and discarded before the
+/// answer, so the client sees the `413` instead of a reset: closing a
+/// socket with unread data makes the kernel send RST, which can destroy
+/// the answer in flight. A body declared larger than this is answered at
+/// once (its sender may see a reset).
+const DRAIN_BYTES: usize = 8 << 20;
+
+/// Reads the body within the size and time limits, as raw bytes. A body
+/// over the cap is `413` (with `Connection: close`), after reading and
+/// discarding what is left of it up to [`DRAIN_BYTES`] within the same
+/// time limit.
 pub(crate) async fn read_body(
     state: &AppState,
     headers: &HeaderMap,
@@ -116,39 +140,69 @@ pub(crate) async fn read_body(
             format!("the request body exceeds {cap} bytes"),
         )
         .details(json!({"limitBytes": cap}))
+        .closing()
     };
-    if let Some(len) = headers
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(state.cfg.body_timeout_ms);
+    let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let mut body = body;
+    if let Some(len) = declared
         && len > cap as u64
     {
+        if len <= DRAIN_BYTES as u64 {
+            drain(&mut body, DRAIN_BYTES, deadline).await;
+        }
         return Err(too_large());
     }
-    let limited = http_body_util::Limited::new(body, cap);
-    match tokio::time::timeout(
-        Duration::from_millis(state.cfg.body_timeout_ms),
-        limited.collect(),
-    )
-    .await
-    {
-        Err(_) => Err(ApiError::new(
-            StatusCode::REQUEST_TIMEOUT,
-            "request_timeout",
-            "the request body did not arrive in time",
-        )),
-        Ok(Err(e)) => {
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some()
-            {
-                Err(too_large())
-            } else {
-                Err(ApiError::validation(format!(
-                    "the request body could not be read: {e}"
-                )))
+    let mut buf = bytes::BytesMut::new();
+    loop {
+        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+            Err(_) => {
+                return Err(ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "request_timeout",
+                    "the request body did not arrive in time",
+                )
+                .closing());
             }
+            Ok(None) => return Ok(buf.freeze()),
+            Ok(Some(Err(e))) => {
+                return Err(ApiError::validation(format!(
+                    "the request body could not be read: {e}"
+                )));
+            }
+            Ok(Some(Ok(f))) => f,
+        };
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers
+        };
+        if buf.len() + data.len() > cap {
+            drain(
+                &mut body,
+                DRAIN_BYTES.saturating_sub(buf.len() + data.len()),
+                deadline,
+            )
+            .await;
+            return Err(too_large());
         }
-        Ok(Ok(c)) => Ok(c.to_bytes()),
+        buf.extend_from_slice(&data);
+    }
+}
+
+/// Reads and discards up to `limit` more bytes of `body` until `deadline`.
+async fn drain(body: &mut Body, limit: usize, deadline: tokio::time::Instant) {
+    let mut left = limit;
+    while left > 0 {
+        match tokio::time::timeout_at(deadline, body.frame()).await {
+            Ok(Some(Ok(f))) => {
+                if let Ok(d) = f.into_data() {
+                    left = left.saturating_sub(d.len());
+                }
+            }
+            _ => return,
+        }
     }
 }
 

@@ -428,3 +428,59 @@ async fn idle_keep_alive_connection_frees_its_slot() {
     assert!(served, "the idle connection's slot was never freed");
     s.stop().await;
 }
+
+/// An oversized body is answered `413` with `Connection: close` (the rest
+/// of the request was not read, so the connection is not reused), and the
+/// client gets that answer rather than a reset: the server reads and
+/// discards a bounded remainder before closing. Both a declared length and
+/// a chunked body of 2 MiB against a 1 MiB cap, several times.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_body_gets_its_413_and_a_closed_connection() {
+    let s = start("", &serve_toml("maxBodyBytes = 1048576"), &["hello"]).await;
+    let body = format!(
+        "{{\"typeId\":\"wop.samples.hello\",\"inputs\":{{\"x\":\"{}\"}}}}",
+        "a".repeat(2 << 20)
+    );
+    for chunked in [false, true] {
+        for _ in 0..5 {
+            let mut c = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+            let framing = if chunked {
+                "Transfer-Encoding: chunked".to_owned()
+            } else {
+                format!("Content-Length: {}", body.len())
+            };
+            let head = format!(
+                "POST /host/wop/invocations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: {}\r\n{framing}\r\n\r\n",
+                bearer(TOKEN)
+            );
+            let mut wire = head.into_bytes();
+            if chunked {
+                for part in body.as_bytes().chunks(64 << 10) {
+                    wire.extend_from_slice(format!("{:x}\r\n", part.len()).as_bytes());
+                    wire.extend_from_slice(part);
+                    wire.extend_from_slice(b"\r\n");
+                }
+                wire.extend_from_slice(b"0\r\n\r\n");
+            } else {
+                wire.extend_from_slice(body.as_bytes());
+            }
+            // Write the whole request while reading, as a real client does
+            // (the answer may come before the last byte is sent).
+            let (mut rd, mut wr) = c.split();
+            let (w, got) = tokio::join!(wr.write_all(&wire), async {
+                let mut got = Vec::new();
+                let r = rd.read_to_end(&mut got).await;
+                (r, got)
+            });
+            let (r, got) = got;
+            let text = String::from_utf8_lossy(&got).to_ascii_lowercase();
+            assert!(
+                r.is_ok() && text.starts_with("http/1.1 413"),
+                "chunked={chunked}: {r:?} (write {w:?}): {text}"
+            );
+            assert!(text.contains("connection: close"), "{text}");
+            assert!(text.contains("payload_too_large"), "{text}");
+        }
+    }
+    s.stop().await;
+}
