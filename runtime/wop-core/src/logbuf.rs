@@ -186,10 +186,22 @@ impl LogBuffer {
         }
     }
 
-    fn push_raw(&mut self, stream: LogStream, line: &[u8], cut_off: bool) {
+    fn push_raw(&mut self, stream: LogStream, line: &[u8], mut cut_off: bool) {
         let mut text = String::from_utf8_lossy(line).into_owned();
         if text.ends_with('\r') {
             text.pop();
+        }
+        // Each invalid byte became a 3-byte U+FFFD: cut again after the
+        // conversion, so a kept line is never over the line cap (found by
+        // the `pack_return` fuzz target).
+        if text.len() > self.line_cap {
+            let mut end = self.line_cap;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            self.cut_bytes += (text.len() - end) as u64;
+            text.truncate(end);
+            cut_off = true;
         }
         if cut_off {
             text.push_str(CUT_MARKER);
@@ -320,6 +332,18 @@ mod tests {
             vec![format!("abcd{CUT_MARKER}"), "xy".to_owned()]
         );
         assert_eq!(cut("ééé", 3), format!("é{CUT_MARKER}"));
+    }
+
+    #[test]
+    fn invalid_utf8_cannot_grow_a_line_past_the_cap() {
+        // 32 invalid bytes become 32 three-byte U+FFFD: still cut at 32.
+        let mut b = LogBuffer::new(1024, 32);
+        b.write(LogStream::Stdout, &[0xFF; 32]);
+        b.write(LogStream::Stdout, b"\n");
+        let m = messages(&b.finish());
+        assert_eq!(m.len(), 1);
+        assert!(m[0].len() <= 32 + CUT_MARKER.len(), "{} bytes", m[0].len());
+        assert!(m[0].ends_with(CUT_MARKER));
     }
 
     #[test]

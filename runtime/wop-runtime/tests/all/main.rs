@@ -7,6 +7,7 @@ mod cache;
 mod egress;
 mod filesystem;
 mod gate;
+mod generated_modules;
 mod hardening;
 mod hardening_limits;
 mod hardening_outcome;
