@@ -1,6 +1,6 @@
 //! Attribution of fuel and wall time to host calls, and the loop count.
 
-use std::time::Instant;
+use quanta::Instant;
 
 /// Longest target (tool id, destination) kept per breakdown record.
 pub(crate) const MAX_TARGET_BYTES: usize = wop_core::limits::MAX_TOOL_ID_BYTES;

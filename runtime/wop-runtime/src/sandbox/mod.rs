@@ -19,10 +19,11 @@ mod meter;
 pub(crate) use limiter::{Limiter, check_declared_tables, table_cap};
 pub(crate) use meter::CallMeter;
 
+use quanta::Instant;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use wasmtime::{Engine, Store, Trap};
 use wop_core::admission::Binding;
 use wop_core::classify::{Classified, Fault, classify};
