@@ -6,10 +6,12 @@
 //! - [`wat`]: the CPU kernels as a core module under each metering
 //!   configuration;
 //! - [`gate`]: gate fixtures (authorization, claims, no-op tools);
-//! - [`invoke_kernel`]: the `kernels` testing pack through the runtime.
+//! - [`invoke_kernel`]: the `kernels` testing pack through the runtime;
+//! - [`soak`]: the soak run (`src/bin/soak.rs`).
 
 pub mod bare;
 pub mod gate;
+pub mod soak;
 pub mod wat;
 
 use anyhow::{Result, anyhow};

@@ -1,0 +1,194 @@
+//! The soak run (issue 14): one shared runtime — in this process
+//! ([`library`]) or behind the real `wop serve` binary ([`serve`]) — driven
+//! by `C` concurrent clients with a weighted mix of honest and hostile
+//! invocations ([`mix`]) for a fixed time, recording every answer
+//! ([`tally`]), host panics, and resident memory over time ([`rss`]).
+//!
+//! Run by `src/bin/soak.rs`; see the README's "Soak" section.
+
+pub mod abi;
+pub mod kinds;
+pub mod kv;
+pub mod library;
+pub mod mix;
+pub mod rss;
+pub mod serve;
+pub mod tally;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long one call may take before it counts as unanswered (the policy's
+/// wall clock is 5 s; the rest is queueing under load).
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// One soak run's settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// How long the load runs.
+    pub duration: Duration,
+    /// Concurrent clients.
+    pub concurrency: usize,
+    /// Effect store: `None` = sled in a temp dir, else a `postgres://` URL
+    /// (or a directory).
+    pub store: Option<String>,
+    /// Serve mode: the `wop` binary (default: next to this executable).
+    pub wop: Option<std::path::PathBuf>,
+}
+
+/// What a run found.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// `library` or `serve`.
+    pub mode: &'static str,
+    /// Answer counts.
+    pub totals: tally::Totals,
+    /// Host panics: the panic hook (every thread of this process) and, in
+    /// serve mode, `panicked at` lines on the server's stderr.
+    pub panics: u64,
+    /// RSS baseline and end.
+    pub rss: rss::Verdict,
+    /// Serve mode: the server's exit code after SIGTERM (`Some(0)` wanted).
+    pub exit_code: Option<Option<i32>>,
+    /// Seconds the load ran.
+    pub secs: f64,
+}
+
+impl Report {
+    /// Everything answered as expected, no panic, RSS flat, clean exit.
+    pub fn ok(&self) -> bool {
+        self.totals.unexpected == 0
+            && self.totals.unanswered == 0
+            && self.totals.answered == self.totals.sent
+            && self.panics == 0
+            && self
+                .rss
+                .acceptable(std::time::Duration::from_secs_f64(self.secs))
+            && self.exit_code.is_none_or(|c| c == Some(0))
+    }
+
+    /// The machine-readable line.
+    pub fn line(&self) -> String {
+        let judged = if self.secs < rss::JUDGED_FROM.as_secs_f64() {
+            " (not judged: shorter than 300 s)"
+        } else {
+            ""
+        };
+        let exit = match self.exit_code {
+            None => String::new(),
+            Some(Some(c)) => format!(" exit={c}"),
+            Some(None) => " exit=signal".to_owned(),
+        };
+        format!(
+            "soak: mode={} seconds={:.0} invocations={} answered={} unexpected={} unanswered={} panics={} rss_start_kib={} rss_end_kib={} rss_peak_kib={} growth={:.1}%{judged}{exit} {}",
+            self.mode,
+            self.secs,
+            self.totals.sent,
+            self.totals.answered,
+            self.totals.unexpected,
+            self.totals.unanswered,
+            self.panics,
+            self.rss.start_kib,
+            self.rss.end_kib,
+            self.rss.hwm_kib,
+            self.rss.growth_pct(),
+            if self.ok() { "ok" } else { "FAIL" }
+        )
+    }
+}
+
+/// Runs `states.len()` client loops until `end`: each picks a kind by
+/// weight, calls `op(state, kind, seq)` and records the answer in `tally`.
+/// `op` returns the state back and the answer, or why there was none.
+pub async fn drive<S, F, Fut>(tally: Arc<tally::Tally>, states: Vec<S>, end: Instant, op: F)
+where
+    S: Send + 'static,
+    F: Fn(S, usize, u64) -> Fut + Send + Sync + Clone + 'static,
+    Fut: Future<Output = (S, Result<tally::Answer, String>)> + Send,
+{
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let mut tasks = Vec::new();
+    for (i, mut state) in states.into_iter().enumerate() {
+        let (tally, op) = (tally.clone(), op.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut picker = mix::Picker::new(tally.kinds(), i as u64 + 1);
+            while Instant::now() < end {
+                let k = picker.pick();
+                let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+                tally.sent();
+                let t0 = Instant::now();
+                let (s, r) = op(state, k, seq).await;
+                state = s;
+                match r {
+                    Ok(a) => tally.answer(k, &a, t0.elapsed()),
+                    Err(why) => tally.unanswered(k, &why),
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        if let Err(e) = t.await {
+            eprintln!("soak: a client loop ended abnormally: {e}");
+        }
+    }
+}
+
+/// Waits for the warm-up ([`rss::warmup`], and every kind answered once,
+/// but no later than a third of the run); returns when it ended, in seconds
+/// since `start`.
+pub async fn warmed_up(tally: &tally::Tally, start: Instant, run: Duration) -> f64 {
+    let (warm, latest) = (start + rss::warmup(run), start + run / 3);
+    loop {
+        let now = Instant::now();
+        if now >= latest || (now >= warm && tally.every_kind_answered()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let at = start.elapsed().as_secs_f64();
+    println!(
+        "soak: warm-up over after {at:.0} s; the baseline is the median RSS of the next {:.0} s",
+        rss::window(run).as_secs_f64()
+    );
+    at
+}
+
+/// Sample interval for a run of `run`: about 30 rows, 2 to 30 s apart.
+pub fn sample_every(run: Duration) -> Duration {
+    (run / 30).clamp(Duration::from_secs(2), Duration::from_secs(30))
+}
+
+/// Prints the summary (per-kind table, RSS samples) of a finished run.
+pub fn print_summary(report: &Report, tally: &tally::Tally, samples: &[rss::Sample]) {
+    println!();
+    println!("## soak, mode {}: answers by kind", report.mode);
+    println!();
+    print!("{}", tally.table());
+    println!();
+    if let (Some(first), Some(last)) = (samples.first(), samples.last()) {
+        println!(
+            "RSS samples: {} from {:.1} MiB (t={:.0} s) to {:.1} MiB (t={:.0} s)",
+            samples.len(),
+            first.rss_kib as f64 / 1024.0,
+            first.at_s,
+            last.rss_kib as f64 / 1024.0,
+            last.at_s
+        );
+    }
+    let t = report.totals;
+    println!(
+        "invocations {} · answered {} · unexpected {} · unanswered {} · panics {} · RSS {:.1} → {:.1} MiB ({:+.1} %, peak {:.1} MiB) · {:.0} invocations/s",
+        t.sent,
+        t.answered,
+        t.unexpected,
+        t.unanswered,
+        report.panics,
+        report.rss.start_kib as f64 / 1024.0,
+        report.rss.end_kib as f64 / 1024.0,
+        report.rss.growth_pct(),
+        report.rss.hwm_kib as f64 / 1024.0,
+        t.sent as f64 / report.secs.max(0.001),
+    );
+}

@@ -1,0 +1,232 @@
+//! Resident memory over time: `VmRSS` and `VmHWM` of a process from
+//! `/proc/<pid>/status`, sampled every second on a thread of its own (so a
+//! busy tokio runtime cannot delay a sample) and printed as it goes; the
+//! verdict compares the median RSS just after the warm-up with the median
+//! over the end of the run.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// One sample, KiB.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample {
+    /// Seconds since the sampler started.
+    pub at_s: f64,
+    /// `VmRSS`.
+    pub rss_kib: u64,
+    /// `VmHWM` (peak RSS so far).
+    pub hwm_kib: u64,
+}
+
+/// `(VmRSS, VmHWM)` of `pid` in KiB (`None` without `/proc` or once the
+/// process is gone).
+pub fn read(pid: u32) -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status.lines().find_map(|l| {
+            let rest = l.strip_prefix(name)?.strip_prefix(':')?;
+            rest.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+    };
+    Some((field("VmRSS")?, field("VmHWM")?))
+}
+
+/// A running sampler.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    samples: Arc<Mutex<Vec<Sample>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Sampler {
+    /// Samples `pid` every second from `start` on, and prints `t, RSS,
+    /// HWM` and `status()` (e.g. the answers so far) every `print_every`.
+    pub fn start(
+        pid: u32,
+        start: Instant,
+        print_every: Duration,
+        status: impl Fn() -> String + Send + 'static,
+    ) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let samples = Arc::new(Mutex::new(Vec::new()));
+        let (st, sm) = (stop.clone(), samples.clone());
+        let thread = std::thread::Builder::new()
+            .name("soak-rss".into())
+            .spawn(move || {
+                let (mut next, mut next_print) = (start, start);
+                println!("|   t (s) |  RSS (MiB) |  HWM (MiB) | answers so far |");
+                println!("|---|---|---|---|");
+                while !st.load(Ordering::Relaxed) {
+                    let now = Instant::now();
+                    if now >= next {
+                        next += Duration::from_secs(1);
+                        let Some((rss, hwm)) = read(pid) else {
+                            continue;
+                        };
+                        let s = Sample {
+                            at_s: now.saturating_duration_since(start).as_secs_f64(),
+                            rss_kib: rss,
+                            hwm_kib: hwm,
+                        };
+                        sm.lock().unwrap_or_else(|p| p.into_inner()).push(s);
+                        if now >= next_print {
+                            next_print += print_every;
+                            println!(
+                                "| {:7.0} | {:10.1} | {:10.1} | {} |",
+                                s.at_s,
+                                rss as f64 / 1024.0,
+                                hwm as f64 / 1024.0,
+                                status()
+                            );
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            })
+            .ok();
+        Sampler {
+            stop,
+            samples,
+            thread,
+        }
+    }
+
+    /// Stops sampling; returns the samples.
+    pub fn stop(mut self) -> Vec<Sample> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.samples
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+/// The window over which the baseline and the end RSS are taken: 10 % of
+/// the run, at least 5 s. Both are the **median** of the 1 s samples in
+/// their window, so one transient peak (a 2 MB output being serialized, a
+/// memory bomb's slot) does not decide the verdict.
+pub fn window(run: Duration) -> Duration {
+    (run / 10).max(Duration::from_secs(5))
+}
+
+/// Median RSS (KiB) of the samples taken in `[from, to]` seconds (0 if
+/// none).
+pub fn median_rss(samples: &[Sample], from: f64, to: f64) -> u64 {
+    let mut v: Vec<u64> = samples
+        .iter()
+        .filter(|s| s.at_s >= from && s.at_s <= to)
+        .map(|s| s.rss_kib)
+        .collect();
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+/// The verdict from the samples of a run of `run` whose warm-up ended at
+/// `warm_s` seconds: baseline = median over `[warm, warm + window]`, end =
+/// median over the last window, peak = the largest `VmHWM`.
+pub fn verdict(samples: &[Sample], warm_s: f64, run: Duration) -> Verdict {
+    let (w, end) = (window(run).as_secs_f64(), run.as_secs_f64());
+    Verdict {
+        start_kib: median_rss(samples, warm_s, warm_s + w),
+        end_kib: median_rss(samples, end - w, end + 1.0),
+        hwm_kib: samples.iter().map(|s| s.hwm_kib).max().unwrap_or(0),
+    }
+}
+
+/// How long the warm-up lasts before the baseline is taken: 30 % of the
+/// run or 10 s, whichever is longer, at most a third of the run (and, in
+/// the drivers, not before every kind has been answered once).
+///
+/// Why: RSS legitimately climbs at first while the process reaches its
+/// working set — the pooling allocator's warm slots get their first pages
+/// touched (up to 1 MiB kept resident per slot), the compile cache holds
+/// every module, the allocator's per-thread arenas and tokio's blocking
+/// pool grow to the concurrency, sled's page cache and the kv store fill.
+/// Growth after that is what a leak looks like. Measured (10-minute runs,
+/// fuel-benches/README.md): the climb lasts minutes, so the baseline is
+/// taken late and short runs are not judged ([`JUDGED_FROM`]).
+pub fn warmup(run: Duration) -> Duration {
+    (run * 3 / 10).max(Duration::from_secs(10)).min(run / 3)
+}
+
+/// The shortest run whose RSS growth is judged. A shorter run (CI's
+/// minute) still reports it, but its working set is still filling: the
+/// pool's warm slots are touched one by one as concurrency spreads over
+/// them, and caches fill at the rate of the run.
+pub const JUDGED_FROM: Duration = Duration::from_secs(300);
+
+/// RSS at the baseline and at the end, and the growth between them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Verdict {
+    /// RSS after the warm-up, KiB.
+    pub start_kib: u64,
+    /// RSS when the load stopped, KiB.
+    pub end_kib: u64,
+    /// Peak RSS of the process, KiB.
+    pub hwm_kib: u64,
+}
+
+impl Verdict {
+    /// `(end − start) / start`, percent.
+    pub fn growth_pct(&self) -> f64 {
+        if self.start_kib == 0 {
+            return 0.0;
+        }
+        (self.end_kib as f64 - self.start_kib as f64) * 100.0 / self.start_kib as f64
+    }
+
+    /// End within 10 % of the baseline (above it; shrinking is flat).
+    pub fn flat(&self) -> bool {
+        self.start_kib > 0 && self.growth_pct() <= 10.0
+    }
+
+    /// `flat`, for a run long enough to be judged (see [`JUDGED_FROM`]);
+    /// a shorter run passes with its growth reported, not judged.
+    pub fn acceptable(&self, run: Duration) -> bool {
+        run < JUDGED_FROM || self.flat()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(at_s: f64, rss_kib: u64) -> Sample {
+        Sample {
+            at_s,
+            rss_kib,
+            hwm_kib: rss_kib,
+        }
+    }
+
+    #[test]
+    fn verdict_is_medians_of_windows_and_ignores_one_peak() {
+        // 100 s run: warm-up over at 10 s, windows of 10 s.
+        let mut v: Vec<Sample> = (0..=100).map(|t| s(f64::from(t), 100_000)).collect();
+        v[15] = s(15.0, 900_000); // one transient peak in the baseline window
+        v[95] = s(95.0, 900_000); // and one at the end
+        let r = verdict(&v, 10.0, Duration::from_secs(100));
+        assert_eq!(
+            (r.start_kib, r.end_kib, r.hwm_kib),
+            (100_000, 100_000, 900_000)
+        );
+        assert!(r.flat());
+        for x in v.iter_mut().filter(|x| x.at_s >= 90.0) {
+            x.rss_kib = 111_000;
+        }
+        let r = verdict(&v, 10.0, Duration::from_secs(100));
+        assert!(!r.flat(), "{:.1} %", r.growth_pct());
+        assert_eq!(warmup(Duration::from_secs(600)), Duration::from_secs(180));
+        assert_eq!(warmup(Duration::from_secs(40)), Duration::from_secs(12));
+        assert!(!r.acceptable(Duration::from_secs(600)));
+        assert!(r.acceptable(Duration::from_secs(40)), "too short to judge");
+    }
+}
