@@ -214,7 +214,13 @@ impl Runtime {
                 self.run_component(pack, &req, run).await
             }
         };
-        events.extend(exec_events);
+        // Usually nothing came before the sandbox: take its events whole
+        // rather than moving each one.
+        if events.is_empty() {
+            events = exec_events;
+        } else {
+            events.extend(exec_events);
+        }
 
         // Cost, persistence and the budget's view of this invocation.
         let prices = self.inner.meter.prices();
@@ -222,10 +228,18 @@ impl Runtime {
         usage.cost = prices.invocation_cost(&usage) + prices.tool_call_total(&usage);
         // A budget breach reported by the sandbox (fuel budget) follows the
         // ledger's `budget.exhausted`: exhausted → cap.breached.
-        let (budget_breaches, rest): (Vec<Event>, Vec<Event>) = std::mem::take(&mut events)
-            .into_iter()
-            .partition(|e| matches!(e, Event::CapBreached { kind, .. } if kind == "budget-fuel"));
-        events = rest;
+        let is_budget_breach =
+            |e: &Event| matches!(e, Event::CapBreached { kind, .. } if kind == "budget-fuel");
+        // Rare: only then are the events split (a pack can log thousands).
+        let budget_breaches: Vec<Event> = if events.iter().any(is_budget_breach) {
+            let (breaches, rest) = std::mem::take(&mut events)
+                .into_iter()
+                .partition(is_budget_breach);
+            events = rest;
+            breaches
+        } else {
+            Vec::new()
+        };
         match self.inner.meter.record(&usage, &node_id).await {
             Ok(ev) => events.extend(ev),
             Err(e) => tracing::error!(run = %usage.run_id, error = %e, "cannot persist usage"),

@@ -67,7 +67,9 @@ impl Pack for HugeOutput {
         let big = "x".repeat(inputs.bytes);
         match inputs.place.as_deref().unwrap_or("output") {
             "interrupt" => Outcome::suspended(big),
-            "details" => Err(NodeError::new("too_big", "see details").with_details(json!({"d": big}))),
+            "details" => {
+                Err(NodeError::new("too_big", "see details").with_details(json!({"d": big})))
+            }
             "message" => Err(NodeError::new("too_big", big)),
             _ => Outcome::completed(big),
         }
