@@ -2,6 +2,8 @@
 //! counts requests and records their `Idempotency-Key` headers.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod abi_v1;
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

@@ -4,14 +4,11 @@
 
 use super::*;
 use serde_json::json;
-use sha2::Digest;
 use wop_runtime::Outcome;
+use wop_testkit::abi_v1::{DIGIT, Module};
 
-/// A minimal ABI v1 module: `imports`, `pages` of exported memory, a bump
-/// `openwop_alloc` (body `alloc` runs first), `extra` items, and an
-/// `openwop_node_invoke` body `invoke` (multi-value result). The response
-/// `{"outcome":"completed","output":0}` sits at 256; its digit at
-/// [`DIGIT`].
+/// A minimal ABI v1 module of node type `test.<name>` (see
+/// [`wop_testkit::abi_v1::Module`]).
 pub(super) fn module(
     name: &str,
     imports: &str,
@@ -20,56 +17,21 @@ pub(super) fn module(
     extra: &str,
     invoke: &str,
 ) -> Vec<u8> {
-    let wat = format!(
-        r#"(module
-  {imports}
-  (memory (export "memory") {pages})
-  (global $bump (mut i32) (i32.const {heap}))
-  (data (i32.const 16) "{name}")
-  (data (i32.const 64) "test.{name}")
-  (data (i32.const 256) "{{\"outcome\":\"completed\",\"output\":0}}")
-  {extra}
-  (func $alloc (export "openwop_alloc") (param $n i32) (result i32)
-    (local $p i32)
-    {alloc}
-    (local.set $p (global.get $bump))
-    (global.set $bump (i32.add (local.get $p) (local.get $n)))
-    (local.get $p))
-  (func (export "openwop_abi_version") (result i32) (i32.const 1))
-  (func (export "openwop_pack_name") (result i32 i32) (i32.const 16) (i32.const {nl}))
-  (func (export "openwop_node_count") (result i32) (i32.const 1))
-  (func (export "openwop_node_id_at") (param i32) (result i32 i32) (i32.const 64) (i32.const {tl}))
-  (func (export "openwop_free") (param i32 i32))
-  (func (export "openwop_node_invoke") (param $idx i32) (param $ptr i32) (param $len i32) (result i32 i32)
-    {invoke}
-    (i32.const 256) (i32.const {rl}))
-)"#,
-        heap = (pages - 8) * 65536,
-        nl = name.len(),
-        tl = name.len() + 5,
-        rl = RESPONSE.len(),
-    );
+    let wat = Module {
+        imports,
+        pages,
+        alloc,
+        extra,
+        invoke,
+        ..Module::new("test", name)
+    }
+    .wat();
     wat::parse_str(&wat).unwrap_or_else(|e| panic!("{e}\n{wat}"))
 }
 
-const RESPONSE: &str = r#"{"outcome":"completed","output":0}"#;
-/// Address of the output digit in the response.
-const DIGIT: usize = 256 + RESPONSE.len() - 2;
-
 /// Writes an ABI v1 pack directory for `wasm` with `caps`.
 pub(super) fn abi_pack(root: &Path, name: &str, wasm: &[u8], caps: &[&str]) -> PathBuf {
-    let dir = root.join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("module.wasm"), wasm).unwrap();
-    let manifest = json!({
-        "kind": "node", "name": name, "version": "1.0.0",
-        "engines": {"openwop": ">=1.0.0"},
-        "nodes": [{"typeId": format!("test.{name}"), "version": "1.0.0", "category": "transform", "role": "worker"}],
-        "runtime": {"language": "wasm", "entry": "module.wasm", "format": "wasm", "wasm": {"abiVersion": 1}},
-        "x-wop": {"sha256": hex::encode(sha2::Sha256::digest(wasm)), "capabilities": caps}
-    });
-    std::fs::write(dir.join("pack.json"), manifest.to_string()).unwrap();
-    dir
+    wop_testkit::abi_v1::write_pack(root, "test", name, wasm, caps).unwrap()
 }
 
 pub(super) fn code(r: &InvocationReport) -> String {
