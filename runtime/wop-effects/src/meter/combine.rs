@@ -159,10 +159,14 @@ impl<D: Send + 'static, O: Clone + Send + Sync + 'static> Combiner<D, O> {
         }
     }
 
-    /// The role, if nobody holds it and our batch is not done.
+    /// The role, if nobody holds it, our batch is not done, and there is a
+    /// queued batch to write. With nothing queued, our batch is in flight
+    /// (on the task a cancelled writer spawned): taking the role then would
+    /// only spin — write nothing, loop, take it again — without ever
+    /// yielding, so a caller waits for its batch instead.
     fn take_role(&self, slot: &Slot<D, O>, done: &Arc<Done<O>>) -> bool {
         let mut st = lock(slot);
-        if done.result.get().is_none() && !st.writing {
+        if done.result.get().is_none() && !st.writing && !st.pending.deltas.is_empty() {
             st.writing = true;
             return true;
         }
