@@ -21,11 +21,18 @@ serve_secs="${2:-20}"
 extra=("${@:3}")
 
 # Serve mode runs the `wop` binary next to the soak binary (target/debug/wop).
-cargo build -p wop-cli -p fuel-benches --bin wop --bin soak
+# After `cargo test --workspace` both exist (cargo builds the binaries of
+# packages with integration tests): SOAK_USE_BUILT=1 (set by .ci/run) runs
+# those. Building them here instead resolves features for two packages
+# only, which differs from the workspace test build and would compile
+# wasmtime again.
+if [ -z "${SOAK_USE_BUILT:-}" ] || [ ! -x target/debug/soak ] || [ ! -x target/debug/wop ]; then
+    cargo build -p wop-cli -p fuel-benches --bin wop --bin soak
+fi
 
 status=0
-cargo run -p fuel-benches --bin soak -- --mode library --seconds "$library_secs" "${extra[@]}" || status=1
-cargo run -p fuel-benches --bin soak -- --mode serve --seconds "$serve_secs" "${extra[@]}" || status=1
+target/debug/soak --mode library --seconds "$library_secs" "${extra[@]}" || status=1
+target/debug/soak --mode serve --seconds "$serve_secs" "${extra[@]}" || status=1
 if [ "$status" -ne 0 ]; then
     echo "soak: FAILED (see the UNEXPECTED/UNANSWERED lines and the RSS table above)" >&2
 fi
