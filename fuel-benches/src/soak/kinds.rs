@@ -1,5 +1,23 @@
 //! The mix table: every kind the soak sends, its weight and the one
 //! answer it must get (types in [`super::mix`]).
+//!
+//! An expected answer must not depend on how fast the machine is: where
+//! two limits could stop a kind, either one of them cannot be reached
+//! first on any machine, or both report the same code (issue 25).
+//! - `fuel-spin`, `abi-spin`, `log-flood`: fuel or the 5 s wall clock,
+//!   both `sandbox_timeout`.
+//! - `run-timeout`: a 10 ms run timeout against a 300 M fuel ceiling, which
+//!   no CPU burns in 10 ms; the deadline is checked on the OS clock at every
+//!   fuel yield (decision 0013), so neither a busy scheduler nor a lagging
+//!   TSC lets the fuel ceiling decide. A run whose ledger takes longer than
+//!   10 ms to open is refused at admission — also `run_timeout`.
+//! - `budget-fuel`: a 5 M fuel budget (about a millisecond of CPU) against
+//!   the 5 s wall clock.
+//! - `tool-slow`: the tool's 100 ms timeout against a 3 s upstream and the
+//!   5 s wall clock.
+//! - `print-flood`, `megabyte-tool-ids`: complete in a few hundred
+//!   milliseconds at worst under the soak's load, an order of magnitude
+//!   inside the 5 s wall clock.
 
 use super::mix::{Call, Expect, Invoke, Kind};
 use serde_json::{Value, json};

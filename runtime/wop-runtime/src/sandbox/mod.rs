@@ -59,6 +59,13 @@ pub(crate) struct Sandbox {
     pub deadline: Option<Instant>,
     /// When the execution started (for the wall-clock fault).
     pub started: Option<Instant>,
+    /// The same deadline on the OS's monotonic clock, and when the
+    /// execution started on it: checked at least once per
+    /// [`OS_CLOCK_CHECK_FUEL`] units of guest fuel, whatever the fast
+    /// clock says (decision 0013).
+    pub os_clock: Option<(std::time::Instant, std::time::Instant)>,
+    /// Fuel left at (or below) which the hook reads the OS clock next.
+    pub os_check_at: u64,
     /// Fuel owed for host work (bytes moved or parsed), taken from the
     /// guest's fuel when the host call returns.
     pub fuel_debt: u64,
@@ -69,6 +76,12 @@ pub(crate) struct Sandbox {
 /// Fuel charged per byte a host call moves or parses on the guest's
 /// behalf (roughly one guest instruction per byte copied or scanned).
 pub(crate) const FUEL_PER_HOST_BYTE: u64 = 1;
+
+/// Guest fuel between two reads of the OS clock by the call hook. Half the
+/// yield interval, so that every fuel yield (a host transition) passes at
+/// least one: a spinning guest is checked against the OS clock at every
+/// yield, a guest calling the host often once per this much work.
+pub(crate) const OS_CLOCK_CHECK_FUEL: u64 = crate::engine::FUEL_YIELD_INTERVAL / 2;
 
 impl Sandbox {
     /// A fresh sandbox for `limits`, seeded by `seed`.
@@ -88,6 +101,8 @@ impl Sandbox {
             meter: CallMeter::new(limits.fuel),
             deadline: None,
             started: None,
+            os_clock: None,
+            os_check_at: u64::MAX,
             fuel_debt: 0,
             breakdown: false,
         }
@@ -111,6 +126,28 @@ impl Sandbox {
         let elapsed = self
             .started
             .map_or(Duration::ZERO, |s| now.saturating_duration_since(s));
+        Some(self.fault(Fault::WallClock {
+            limit_ms: self.limits.wall_clock_ms,
+            elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+        }))
+    }
+
+    /// The wall-clock fault if the deadline has passed on the OS's
+    /// monotonic clock, read only when `fuel_left` has fallen to the next
+    /// check point (at most once per [`OS_CLOCK_CHECK_FUEL`] of guest
+    /// work). The fast clock alone is not trusted to end an execution:
+    /// a TSC that lags on this CPU reads as stopped (decision 0013).
+    fn past_os_deadline(&mut self, fuel_left: u64) -> Option<wasmtime::Error> {
+        if fuel_left > self.os_check_at {
+            return None;
+        }
+        self.os_check_at = fuel_left.saturating_sub(OS_CLOCK_CHECK_FUEL);
+        let (started, deadline) = self.os_clock?;
+        let now = std::time::Instant::now();
+        if now < deadline {
+            return None;
+        }
+        let elapsed = now.saturating_duration_since(started);
         Some(self.fault(Fault::WallClock {
             limit_ms: self.limits.wall_clock_ms,
             elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
@@ -284,37 +321,52 @@ pub(crate) fn arm<'a, T: SandboxState, R>(
     // hostCallBreakdown = false`).
     {
         let sb = store.data_mut().sandbox_mut();
+        let wall = Duration::from_millis(limits.wall_clock_ms);
         sb.started = Some(started);
-        sb.deadline = started.checked_add(Duration::from_millis(limits.wall_clock_ms));
+        sb.deadline = started.checked_add(wall);
+        let os_now = std::time::Instant::now();
+        sb.os_clock = os_now.checked_add(wall).map(|d| (os_now, d));
+        sb.os_check_at = limits.fuel.saturating_sub(OS_CLOCK_CHECK_FUEL);
         sb.breakdown = spec.breakdown;
     }
     store.call_hook(|mut ctx, hook| {
         match hook {
             wasmtime::CallHook::CallingHost => {
-                // One clock read serves the deadline and the breakdown.
+                // One fast clock read serves the deadline and the
+                // breakdown; the OS clock is read once per check interval.
                 let now = Instant::now();
-                if let Some(e) = ctx.data_mut().sandbox_mut().past_deadline(now) {
+                let fuel = ctx.get_fuel().unwrap_or(0);
+                let sb = ctx.data_mut().sandbox_mut();
+                if let Some(e) = sb.past_deadline(now) {
                     return Err(e);
                 }
-                if ctx.data().sandbox().breakdown {
-                    let fuel = ctx.get_fuel().unwrap_or(0);
-                    ctx.data_mut().sandbox_mut().meter.pending = Some((fuel, now));
+                if let Some(e) = sb.past_os_deadline(fuel) {
+                    return Err(e);
+                }
+                if sb.breakdown {
+                    sb.meter.pending = Some((fuel, now));
                 }
             }
             wasmtime::CallHook::ReturningFromHost => {
                 let debt = std::mem::take(&mut ctx.data_mut().sandbox_mut().fuel_debt);
+                let mut fuel = ctx.get_fuel().unwrap_or(0);
                 if debt > 0 {
-                    let left = ctx.get_fuel().unwrap_or(0);
                     // Out of fuel: the guest traps on its next instruction
                     // (classified as the fuel limit).
-                    ctx.set_fuel(left.saturating_sub(debt))?;
+                    fuel = fuel.saturating_sub(debt);
+                    ctx.set_fuel(fuel)?;
                 }
                 let sb = ctx.data_mut().sandbox_mut();
                 let now = Instant::now();
                 if sb.breakdown {
                     sb.meter.close(now);
                 }
+                // After a fuel yield or an async host call the task may
+                // have waited: both clocks are asked again.
                 if let Some(e) = sb.past_deadline(now) {
+                    return Err(e);
+                }
+                if let Some(e) = sb.past_os_deadline(fuel) {
                     return Err(e);
                 }
             }

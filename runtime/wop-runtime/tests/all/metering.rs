@@ -385,6 +385,76 @@ async fn run_timeout_spans_invocations() {
     assert_eq!(b.usage.fuel_consumed, 0, "refused before running");
 }
 
+/// Issue 25: many concurrent invocations of one run, each spinning, under
+/// the two conditions in which a deadline used to slip: the fast (TSC)
+/// clock the call hook reads does not advance on this thread (quanta
+/// compares a TSC that is behind its calibration point as equal to it: a
+/// vCPU whose TSC lags the one it was calibrated on reads a stopped clock),
+/// and the async timer cannot run because the scheduler never stops while a
+/// task is runnable (`event_interval` = `u32::MAX`, the extreme of a busy
+/// worker). Every invocation must still end with `run_timeout`: the
+/// deadline is checked against the OS's monotonic clock at least once per
+/// fuel-yield interval, whatever the fast clock or the timer do. Before
+/// the fix, each admitted invocation ran to its fuel ceiling
+/// (`sandbox_timeout`).
+///
+/// No timing assertion: 100 M fuel cannot run in 1 ms on any CPU, so the
+/// run's 1 ms ends first; what is asserted is which limit stopped each one.
+#[test]
+fn run_timeout_binds_every_concurrent_invocation_when_clock_and_timer_stall() {
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .event_interval(u32::MAX)
+        .build()
+        .unwrap();
+    let (stalled, _mock) = quanta::Clock::mock();
+    let codes = quanta::with_clock(&stalled, || {
+        tokio.block_on(async {
+            let wop = rt(
+                "[limits]\nfuel = 100000000\nwallClockMs = 20000\n",
+                None,
+                None,
+            );
+            load(&wop, "spin").await;
+            let tasks: Vec<_> = (0..16)
+                .map(|_| {
+                    let wop = wop.clone();
+                    tokio::spawn(async move {
+                        let mut req = InvokeRequest::new("wop.testing.spin", json!({}));
+                        req.context.run_id = "run-shared".into();
+                        req.bounds = Some(RunBounds {
+                            max_loop_iterations: None,
+                            run_timeout_ms: Some(1),
+                        });
+                        let r = wop.invoke(req).await;
+                        let e = r.outcome.unwrap_err();
+                        (
+                            e.code,
+                            e.message,
+                            breaches(&InvocationReport {
+                                outcome: Ok(Outcome::Completed {
+                                    output: json!(null),
+                                }),
+                                events: r.events,
+                                usage: r.usage,
+                            }),
+                        )
+                    })
+                })
+                .collect();
+            let mut out = Vec::new();
+            for t in tasks {
+                out.push(t.await.unwrap());
+            }
+            out
+        })
+    });
+    for (code, message, breaches) in &codes {
+        assert_eq!(code, "run_timeout", "{message}");
+        assert_eq!(breaches, &vec!["run-duration".to_owned()], "{message}");
+    }
+}
+
 #[tokio::test]
 async fn input_scaled_fuel_fits_small_and_large_inputs() {
     let tmp = tempfile::tempdir().unwrap();
