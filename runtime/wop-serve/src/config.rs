@@ -13,6 +13,7 @@
 //! retryAfterSecs = 1          # `Retry-After` on 503
 //! anonymousLoopback = false   # serve without a token (loopback listen only)
 //! anonymousScopes = []
+//! allowedOrigins = []         # browser origins allowed to call (others: 403)
 //!
 //! [[tokens]]
 //! sha256 = "<hex sha256 of the bearer token>"
@@ -67,6 +68,10 @@ pub struct ServeConfig {
     pub anonymous_loopback: bool,
     /// Scopes of the anonymous principal. Default none.
     pub anonymous_scopes: Vec<String>,
+    /// Browser origins (`scheme://host[:port]`) whose requests are served.
+    /// A request carrying any other `Origin` is refused with `403` before
+    /// anything runs. Default none: no web page may call the server.
+    pub allowed_origins: Vec<String>,
     /// Accepted bearer tokens. Default none.
     pub tokens: Vec<TokenEntry>,
 }
@@ -84,6 +89,7 @@ impl Default for ServeConfig {
             retry_after_secs: 1,
             anonymous_loopback: false,
             anonymous_scopes: Vec::new(),
+            allowed_origins: Vec::new(),
             tokens: Vec::new(),
         }
     }
@@ -128,6 +134,13 @@ impl ServeConfig {
         }
         if self.max_body_bytes == 0 || self.max_json_depth == 0 {
             return Err("maxBodyBytes and maxJsonDepth must be at least 1".into());
+        }
+        for (i, o) in self.allowed_origins.iter().enumerate() {
+            if crate::guard::normalize_origin(o).is_none() {
+                return Err(format!(
+                    "allowedOrigins[{i}] `{o}` must be an origin: http(s)://host[:port], no path"
+                ));
+            }
         }
         for (i, t) in self.tokens.iter().enumerate() {
             if t.sha256.len() != 64 || !t.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {

@@ -45,6 +45,9 @@ const META_ATTEMPT: &str = "dev.openwop/attempt";
 const HEADER_VERSION: &str = "mcp-protocol-version";
 const HEADER_METHOD: &str = "mcp-method";
 
+/// How long a client may reuse a `tools/list` result (2026-07-28 `ttlMs`).
+const TOOLS_TTL_MS: u64 = 60_000;
+
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const METHOD_NOT_FOUND: i64 = -32601;
@@ -356,13 +359,22 @@ async fn dispatch(state: &AppState, principal: &Principal, req: Req<'_>) -> Resp
         "server/discover" => ok(&req, discover()),
         "ping" => ok(&req, json!({})),
         "tools/list" => {
+            // Sorted by name: `nodes` is a BTreeMap keyed by typeId.
             let tools: Vec<Value> = state
                 .nodes
                 .iter()
                 .filter(|(_, n)| n.allows(principal))
                 .map(|(id, n)| tool_json(id, n))
                 .collect();
-            ok(&req, json!({"tools": tools}))
+            let mut result = json!({"tools": tools});
+            if req.modern {
+                // 2026-07-28 cacheable result: the catalog depends on the
+                // caller (tenant, scopes), so it is private to it; packs are
+                // fixed after start, so a minute is safe.
+                result["ttlMs"] = json!(TOOLS_TTL_MS);
+                result["cacheScope"] = json!("private");
+            }
+            ok(&req, result)
         }
         "tools/call" => call(state, principal, &req).await,
         m => {

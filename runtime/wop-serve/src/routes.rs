@@ -30,6 +30,11 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/host/wop/usage", get(usage))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        // Origin and Host first, on every route (crate::guard).
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::guard::layer,
+        ))
         .with_state(state)
 }
 

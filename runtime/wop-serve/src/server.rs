@@ -364,6 +364,11 @@ impl Server {
             permits: Arc::new(Semaphore::new(cfg.max_in_flight)),
             conns: Arc::new(Semaphore::new(cfg.max_connections)),
             conns_refused: AtomicU64::new(0),
+            origins: cfg
+                .allowed_origins
+                .iter()
+                .filter_map(|o| crate::guard::normalize_origin(o))
+                .collect(),
             rt,
             cfg,
             tokens,

@@ -104,6 +104,8 @@ impl EventSink for EventRouter {
 pub(crate) struct Shared {
     pub rt: Runtime,
     pub cfg: ServeConfig,
+    /// `cfg.allowed_origins`, normalized (see `guard`).
+    pub origins: Vec<String>,
     /// sha256(token) → principal.
     pub tokens: HashMap<String, Principal>,
     pub permits: Arc<Semaphore>,

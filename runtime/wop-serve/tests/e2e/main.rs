@@ -4,6 +4,7 @@
 
 mod abuse;
 mod cluster;
+mod guard;
 mod invoke;
 mod mcp;
 mod process;
@@ -129,8 +130,9 @@ impl Conn {
         }
     }
 
-    /// Sends a request with exactly `headers` (plus Host and, with a body,
-    /// Content-Length) and reads the response.
+    /// Sends a request with exactly `headers` (plus `Host: localhost`
+    /// unless `headers` names a Host, and, with a body, Content-Length) and
+    /// reads the response.
     pub async fn send(
         &mut self,
         method: &str,
@@ -138,7 +140,10 @@ impl Conn {
         headers: &[(&str, &str)],
         body: &[u8],
     ) -> Resp {
-        let mut req = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\n");
+        let mut req = format!("{method} {path} HTTP/1.1\r\n");
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+            req.push_str("Host: localhost\r\n");
+        }
         for (k, v) in headers {
             req.push_str(&format!("{k}: {v}\r\n"));
         }

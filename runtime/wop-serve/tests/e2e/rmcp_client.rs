@@ -78,3 +78,45 @@ async fn rmcp_client_without_token_is_refused() {
     assert!(r.is_err(), "initialize without a token succeeded");
     s.stop().await;
 }
+
+/// rmcp's stateless lifecycle (`server/discover`, 2026-07-28 per-request
+/// `_meta`): the listing carries `ttlMs` and `cacheScope: private` (the
+/// catalog depends on the caller), tools sorted by name; calls work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_client_stateless_2026_07_28() {
+    use rmcp::model::ProtocolVersion;
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _};
+    let s = start("", &serve_toml(""), &["hello", "transform"]).await;
+    let url = format!("http://{}/mcp", s.addr);
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(TOKEN),
+    );
+    let modern = ProtocolVersion::KNOWN_VERSIONS
+        .iter()
+        .find(|v| v.as_str() == "2026-07-28")
+        .cloned()
+        .expect("rmcp knows 2026-07-28");
+    let client = ()
+        .serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![modern],
+            },
+        )
+        .await
+        .unwrap();
+    let listed = client.list_tools(None).await.unwrap();
+    let names: Vec<&str> = listed.tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["wop.samples.hello", "wop.samples.transform"]);
+    let raw = serde_json::to_value(&listed).unwrap();
+    assert_eq!(raw["cacheScope"], "private", "{raw}");
+    assert!(raw["ttlMs"].as_u64().is_some(), "{raw}");
+    let args = json!({"name": "Ada"}).as_object().cloned().unwrap();
+    let result = client
+        .call_tool(CallToolRequestParams::new("wop.samples.hello").with_arguments(args))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    client.cancel().await.unwrap();
+    s.stop().await;
+}
