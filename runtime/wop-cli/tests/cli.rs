@@ -287,7 +287,9 @@ fn running_the_same_command_twice_charges_once() {
     let key = &server.requests()[0].headers["idempotency-key"];
     assert_eq!(ret(&outs[0])["effectId"].as_str(), Some(key.as_str()));
 
-    let o = wop(&["effects", "run-cli", "--store", &store, "--json"]);
+    let o = wop(&[
+        "effects", "run-cli", "--tenant", "acme", "--store", &store, "--json",
+    ]);
     assert_eq!(o.status.code(), Some(0));
     let list = json(&o);
     assert_eq!(list.as_array().unwrap().len(), 1);
@@ -306,7 +308,9 @@ fn crash_mid_effect(
     let policy = tool_policy(
         tmp.path(),
         &server.url("/charge"),
-        &format!("timeoutMs = 60000\n{extra_tool_line}\n[effects]\nleaseMs = 400\n"),
+        &format!(
+            "timeoutMs = 60000\n{extra_tool_line}\n[limits]\nwallClockMs = 500\n[effects]\nleaseMs = 1500\n"
+        ),
     );
     let store = tmp.path().join("effects").display().to_string();
     let pack_dir = pack("tool-call");
@@ -350,7 +354,9 @@ fn a_killed_executor_leaves_an_unknown_outcome_that_is_not_refired() {
         "{v}"
     );
     assert_eq!(server.count(), 1, "not re-fired");
-    let o = wop(&["effects", "run-cli", "--store", &store, "--json"]);
+    let o = wop(&[
+        "effects", "run-cli", "--tenant", "acme", "--store", &store, "--json",
+    ]);
     assert_eq!(json(&o)[0]["state"], "escaped");
 }
 

@@ -57,6 +57,9 @@ pub enum ErrorCode {
     IdempotencyInFlight,
     /// A tool's result is larger than the cap.
     ToolResultTooLarge,
+    /// One invocation made more effectful calls than the effect store
+    /// records for one invocation (`effects.maxRecordsPerInvocation`).
+    EffectRecordsExceeded,
     /// An effect was sent but never answered; it is not re-fired automatically.
     EffectOutcomeUnknown,
     /// Node-pack tools nested deeper than `effects.maxToolDepth`.
@@ -100,6 +103,7 @@ impl ErrorCode {
             Self::IdempotencyKeyMismatch => "idempotency_key_mismatch",
             Self::IdempotencyInFlight => "idempotency_in_flight",
             Self::ToolResultTooLarge => "tool_result_too_large",
+            Self::EffectRecordsExceeded => "effect_records_exceeded",
             Self::EffectOutcomeUnknown => "effect_outcome_unknown",
             Self::ToolDepthExceeded => "tool_depth_exceeded",
             Self::UpstreamUnavailable => "upstream_unavailable",
@@ -111,7 +115,7 @@ impl ErrorCode {
     }
 
     /// Every code, in declaration order (for tables and documents).
-    pub const ALL: [ErrorCode; 30] = [
+    pub const ALL: [ErrorCode; 31] = [
         Self::SandboxEscapeAttempt,
         Self::SandboxCapabilityDenied,
         Self::SandboxMemoryExceeded,
@@ -135,6 +139,7 @@ impl ErrorCode {
         Self::IdempotencyKeyMismatch,
         Self::IdempotencyInFlight,
         Self::ToolResultTooLarge,
+        Self::EffectRecordsExceeded,
         Self::EffectOutcomeUnknown,
         Self::ToolDepthExceeded,
         Self::UpstreamUnavailable,

@@ -153,11 +153,20 @@ pub struct ToolSpec {
     pub input_schema: Option<serde_json::Value>,
 }
 
+/// How much longer than the wall-clock ceiling an effect claim's lease
+/// must be (what an invocation spends around its sandbox: admission,
+/// recording).
+pub const LEASE_MARGIN_MS: u64 = 1_000;
+
 /// `[effects]`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EffectsSection {
-    /// Claim lease in ms (default: the wall-clock ceiling + 5 s).
+    /// Claim lease in ms (default: the wall-clock ceiling + 5 s). Must be
+    /// at least the wall-clock ceiling + [`LEASE_MARGIN_MS`]: a claim must
+    /// outlive the longest call it guards (every call, and a whole node
+    /// invocation claimed by `wop serve`, ends by the wall clock), or a
+    /// call still running would be taken over as abandoned.
     pub lease_ms: Option<u64>,
     /// How long a duplicate waits for an in-flight claim before
     /// `idempotency_in_flight` (default 2000 ms).
@@ -166,6 +175,11 @@ pub struct EffectsSection {
     pub retention_days: Option<u64>,
     /// Largest tool result recorded and returned, in bytes (default 1 MiB).
     pub max_result_bytes: Option<u64>,
+    /// Most effectful calls (claimed or replayed) one invocation may make,
+    /// so one invocation can grow the effect store by at most this many
+    /// records of at most `maxResultBytes` each (default 64; 0 refuses
+    /// every effectful call).
+    pub max_records_per_invocation: Option<u32>,
     /// Maximum nesting of node-pack tools (default 3).
     pub max_tool_depth: Option<u32>,
     /// Where effects, budgets and usage live when `--store` is not given: a
@@ -322,6 +336,17 @@ impl Policy {
                 )));
             }
         }
+        if let Some(lease) = self.effects.lease_ms {
+            let least = l.wall_clock_ms.saturating_add(LEASE_MARGIN_MS);
+            if lease < least {
+                return Err(ConfigError::Policy(format!(
+                    "effects.leaseMs = {lease} is shorter than limits.wallClockMs ({}) + {LEASE_MARGIN_MS}: \
+                     a claim could expire while the call it guards is still running, and be taken over; \
+                     set leaseMs to at least {least} (or lower limits.wallClockMs)",
+                    l.wall_clock_ms
+                )));
+            }
+        }
         let mut ids = std::collections::BTreeSet::new();
         for (i, t) in self.tools.iter().enumerate() {
             let at = format!("tools[{i}] (`{}`)", t.id);
@@ -442,6 +467,28 @@ mod tests {
             e.contains("WOP_TEST_SURELY_UNSET_VARIABLE is not set"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_lease_shorter_than_the_longest_call_is_refused() {
+        for (policy, ok) in [
+            (
+                "[limits]\nwallClockMs = 500\n[effects]\nleaseMs = 1500\n",
+                true,
+            ),
+            (
+                "[limits]\nwallClockMs = 500\n[effects]\nleaseMs = 1499\n",
+                false,
+            ),
+            ("[effects]\nleaseMs = 300\n", false),
+            ("[effects]\n", true),
+        ] {
+            let r = Policy::from_toml(policy);
+            assert_eq!(r.is_ok(), ok, "{policy}: {r:?}");
+            if let Err(e) = r {
+                assert!(e.to_string().contains("set leaseMs to at least"), "{e}");
+            }
+        }
     }
 
     #[test]

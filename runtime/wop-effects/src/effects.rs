@@ -2,8 +2,9 @@
 //!
 //! Every call that can change the world is guarded by an atomic claim in a
 //! [`KvStore`]: insert-if-absent, durable before the effect fires. The
-//! record lives under `effect/<effectId>`; an index entry
-//! `run/<runId>/<effectId>` lists a run's effects.
+//! record lives under `effect/<effectId>` (the id binds the tenant); an
+//! index entry `run/<tenant>/<runId>/<effectId>` lists a tenant's run's
+//! effects ([`crate::keys`]).
 //!
 //! States: `claimed` (someone is performing it, under a lease) →
 //! `completed` (outcome recorded; later callers get it replayed) or
@@ -227,8 +228,11 @@ fn key(effect_id: &str) -> String {
     format!("effect/{effect_id}")
 }
 
-fn index_key(run_id: &str, effect_id: &str) -> String {
-    format!("run/{run_id}/{effect_id}")
+fn index_key(tenant: &str, run_id: &str, effect_id: &str) -> String {
+    format!(
+        "{}{effect_id}",
+        crate::keys::run_index_prefix(tenant, run_id)
+    )
 }
 
 impl Effects {
@@ -280,11 +284,21 @@ impl Effects {
     ) -> Result<Begin, EffectError> {
         let k = key(&req.effect_id);
         self.kv
-            .put(&index_key(&req.run_id, &req.effect_id), Vec::new())
+            .put(
+                &index_key(&req.tenant_id, &req.run_id, &req.effect_id),
+                Vec::new(),
+            )
             .await?;
         let wait_until = std::time::Instant::now() + t.in_flight_wait;
         let wait_until = wait_until.min(deadline);
-        for _ in 0..MAX_CAS_ROUNDS {
+        // Only lost compare-and-swaps count against MAX_CAS_ROUNDS: waiting
+        // for a live owner is bounded by `wait_until` alone (it used to
+        // share the count and give up after 64 polls, before the wait).
+        let mut lost = 0;
+        loop {
+            if lost >= MAX_CAS_ROUNDS {
+                return Err(EffectError::Contended(req.effect_id.clone()));
+            }
             let now = now_ms();
             let lease_expires_at_ms = now + u64::try_from(t.lease.as_millis()).unwrap_or(u64::MAX);
             let owner = Some(Owner {
@@ -321,7 +335,10 @@ impl Effects {
                             resend: false,
                         });
                     }
-                    Err(_) => continue,
+                    Err(_) => {
+                        lost += 1;
+                        continue;
+                    }
                 }
             };
             let rec = Self::decode(&k, &bytes)?;
@@ -371,7 +388,10 @@ impl Effects {
                             .await?
                         {
                             Ok(()) => return Ok(Begin::UnknownOutcome(Box::new(r))),
-                            Err(_) => continue,
+                            Err(_) => {
+                                lost += 1;
+                                continue;
+                            }
                         }
                     }
                 }
@@ -388,10 +408,9 @@ impl Effects {
                         resend,
                     });
                 }
-                Err(_) => continue,
+                Err(_) => lost += 1,
             }
         }
-        Err(EffectError::Contended(req.effect_id.clone()))
     }
 
     async fn transition(
@@ -467,9 +486,14 @@ impl Effects {
         .await
     }
 
-    /// A run's effects, by effect id.
-    pub async fn list_run(&self, run_id: &str) -> Result<Vec<EffectSummary>, EffectError> {
-        let prefix = format!("run/{run_id}/");
+    /// The effects of `tenant`'s run `run_id`, by effect id (never another
+    /// tenant's run of the same id).
+    pub async fn list_run(
+        &self,
+        tenant: &str,
+        run_id: &str,
+    ) -> Result<Vec<EffectSummary>, EffectError> {
+        let prefix = crate::keys::run_index_prefix(tenant, run_id);
         let mut out = Vec::new();
         for (k, _) in self.kv.scan_prefix(&prefix, 100_000).await? {
             let id = &k[prefix.len()..];
@@ -549,7 +573,9 @@ impl Effects {
                         .await?
                         .is_ok()
                 {
-                    self.kv.remove(&index_key(&r.run_id, &r.effect_id)).await?;
+                    self.kv
+                        .remove(&index_key(&r.tenant_id, &r.run_id, &r.effect_id))
+                        .await?;
                     n += 1;
                 }
             }

@@ -25,11 +25,13 @@
 //! The budget math itself is pure (`wop_core::budget`).
 
 pub mod effects;
+pub mod keys;
+pub mod keyspace;
 pub mod meter;
 pub mod store;
 
 pub use effects::{EffectError, EffectRecord, EffectState, EffectSummary, EffectTimings, Effects};
-pub use meter::{Meter, MeterError, MeterOptions, RunRollup};
+pub use meter::{Meter, MeterError, MeterOptions, RunRollup, UsageScope};
 pub use store::{KvStore, MemoryStore, SledOptions, SledStore, StoreError};
 #[cfg(feature = "postgres")]
 pub use store::{PostgresOptions, PostgresStore};

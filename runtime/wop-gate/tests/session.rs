@@ -52,6 +52,7 @@ fn gate(n: &Arc<AtomicU64>) -> Arc<Gate> {
                 poll: Duration::from_millis(10),
             },
             max_result_bytes: 1 << 20,
+            max_records_per_invocation: 64,
         },
     ))
 }

@@ -9,6 +9,8 @@
 //! maxJsonDepth = 64           # JSON nesting cap → 400 validation_error
 //! headerTimeoutMs = 10000     # time to receive the request head
 //! bodyTimeoutMs = 30000       # time to receive the body → 408
+//! writeTimeoutMs = 10000      # a client that reads nothing for this long is dropped
+//! sseQueueBytes = 1048576     # events queued for one text/event-stream client
 //! drainTimeoutMs = 30000      # SIGTERM: how long in-flight requests may finish
 //! retryAfterSecs = 1          # `Retry-After` on 503
 //! anonymousLoopback = false   # serve without a token (loopback listen only)
@@ -59,6 +61,14 @@ pub struct ServeConfig {
     pub header_timeout_ms: u64,
     /// Time to receive a request body, ms. Default 30 000.
     pub body_timeout_ms: u64,
+    /// How long a write to a client may make no progress before the
+    /// connection is dropped (a client that stops reading), ms. Default
+    /// 10 000.
+    pub write_timeout_ms: u64,
+    /// Bytes of events queued for one `text/event-stream` client before it
+    /// is dropped as too slow (the final outcome frame is always queued).
+    /// Default 1 MiB.
+    pub sse_queue_bytes: usize,
     /// On shutdown, how long in-flight requests may finish, ms. Default 30 000.
     pub drain_timeout_ms: u64,
     /// `Retry-After` seconds on `503`. Default 1.
@@ -85,6 +95,8 @@ impl Default for ServeConfig {
             max_json_depth: 64,
             header_timeout_ms: 10_000,
             body_timeout_ms: 30_000,
+            write_timeout_ms: 10_000,
+            sse_queue_bytes: 1 << 20,
             drain_timeout_ms: 30_000,
             retry_after_secs: 1,
             anonymous_loopback: false,
@@ -131,6 +143,9 @@ impl ServeConfig {
             return Err(format!(
                 "maxInFlight and maxConnections must be at most {most}"
             ));
+        }
+        if self.write_timeout_ms == 0 || self.sse_queue_bytes == 0 {
+            return Err("writeTimeoutMs and sseQueueBytes must be at least 1".into());
         }
         if self.max_body_bytes == 0 || self.max_json_depth == 0 {
             return Err("maxBodyBytes and maxJsonDepth must be at least 1".into());

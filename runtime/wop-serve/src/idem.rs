@@ -4,7 +4,16 @@
 //! effect store, keyed by business identity (tenant, `node:<typeId>`, key).
 //! The first caller runs the node and records its response; a retry with
 //! the same request gets the recorded response; a different request under
-//! the same key is `idempotency_key_mismatch`.
+//! the same key is `idempotency_key_mismatch`; a duplicate while the first
+//! still runs is `409 idempotency_in_flight` with `Retry-After`.
+//!
+//! A node invocation is claimed as an *idempotent* effect: running it again
+//! is safe, because every world-changing call it makes is itself claimed
+//! through the gate under an identity that does not depend on the attempt
+//! (a retry replays those calls instead of repeating them). So an
+//! invocation whose executor died, or that a drain cut short (its claim is
+//! then released at once, see `Shared::claims`), is run again by the next
+//! request with its key — never left `500` or stuck as `escaped`.
 
 use crate::state::AppState;
 use serde_json::{Value, json};
@@ -19,8 +28,9 @@ use wop_runtime::effects::{
 pub(crate) enum IdemError {
     /// Same key, different request.
     Mismatch,
-    /// Another caller holds the claim right now (or its outcome is unknown).
-    InFlight(Value),
+    /// Another caller holds the claim right now (or its outcome is unknown):
+    /// details, and seconds until a retry may succeed.
+    InFlight(Value, u64),
     /// The effect store failed.
     Store(String),
 }
@@ -34,9 +44,9 @@ impl IdemError {
                 "this idempotency key was used with a different request".into(),
                 None,
             ),
-            IdemError::InFlight(d) => (
+            IdemError::InFlight(d, _) => (
                 "idempotency_in_flight",
-                "an invocation with this idempotency key is still in flight or its outcome is unknown".into(),
+                "an invocation with this idempotency key is still in flight; retry after the Retry-After delay".into(),
                 Some(d.clone()),
             ),
             IdemError::Store(m) => ("internal_error", format!("effect store: {m}"), None),
@@ -95,7 +105,9 @@ where
         attempt,
         tool_id: tool.clone(),
         digest: request_digest(&tool, request),
-        idempotent: false,
+        // Re-running a node is safe (module docs): an abandoned claim is
+        // taken over, not reported as an unknown outcome.
+        idempotent: true,
     };
     let deadline = Instant::now() + timings.in_flight_wait;
     let begin = effects
@@ -104,7 +116,9 @@ where
         .map_err(|e| IdemError::Store(e.to_string()))?;
     match begin {
         Begin::Perform { claimed, .. } => {
+            let held = state.hold_claim(&claimed);
             let (response, record) = perform().await;
+            drop(held);
             let stored = if record {
                 effects.complete(&claimed, Ok(response.clone())).await
             } else {
@@ -124,9 +138,22 @@ where
         Begin::Mismatch { .. } => Err(IdemError::Mismatch),
         Begin::InFlight {
             lease_expires_at_ms,
-        } => Err(IdemError::InFlight(
-            json!({"state": "claimed", "leaseExpiresAtMs": lease_expires_at_ms}),
+        } => {
+            let wait_ms = lease_expires_at_ms.saturating_sub(wop_runtime::effects::now_ms());
+            // At most the lease: by then the holder finished or is taken over.
+            let retry_after = wait_ms.div_ceil(1000).max(1);
+            Err(IdemError::InFlight(
+                json!({"state": "claimed", "leaseExpiresAtMs": lease_expires_at_ms,
+                       "retryAfterMs": wait_ms}),
+                retry_after,
+            ))
+        }
+        // Only a record written before node invocations were claimed as
+        // idempotent (or resolved by hand) can be here.
+        Begin::UnknownOutcome(r) => Err(IdemError::InFlight(
+            json!({"state": "escaped", "effectId": r.effect_id,
+                   "resolve": format!("wop effects resolve {} --as released", r.effect_id)}),
+            1,
         )),
-        Begin::UnknownOutcome(_) => Err(IdemError::InFlight(json!({"state": "escaped"}))),
     }
 }

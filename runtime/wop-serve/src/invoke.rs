@@ -4,17 +4,18 @@
 
 use crate::api::{ApiError, authenticate, read_json};
 use crate::idem::{self, IdemError};
+use crate::sse::{self, SseSink, frame};
 use crate::state::AppState;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use std::sync::Arc;
+use tokio::sync::OwnedSemaphorePermit;
 use wop_runtime::budget::{RunBounds, RunBudget};
-use wop_runtime::{Event, InvocationReport, InvokeRequest, Principal, RunContext};
+use wop_runtime::{InvocationReport, InvokeRequest, Principal, RunContext};
 
 /// Where in a run, as far as the caller said.
 #[derive(Debug, Default, Clone)]
@@ -66,21 +67,6 @@ pub(crate) fn response(invocation_id: &str, report: &InvocationReport) -> Value 
     Value::Object(out)
 }
 
-/// One server-sent event frame.
-pub(crate) fn frame(event: &str, data: &Value) -> Bytes {
-    Bytes::from(format!("event: {event}\ndata: {data}\n\n"))
-}
-
-fn event_frame(e: &Event) -> Bytes {
-    let v = serde_json::to_value(e).unwrap_or(Value::Null);
-    let name = v
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("event")
-        .to_owned();
-    frame(&name, &v)
-}
-
 /// Runs the invocation in its own task (a client that goes away does not
 /// cancel it half-way), holding `permit` until it ends. With `stream`,
 /// events are forwarded as SSE frames while the node runs.
@@ -88,7 +74,7 @@ pub(crate) async fn run(
     state: AppState,
     run: Run,
     permit: OwnedSemaphorePermit,
-    stream: Option<mpsc::UnboundedSender<Bytes>>,
+    stream: Option<SseSink>,
 ) -> Result<(Value, bool), IdemError> {
     let task = tokio::spawn(async move {
         let _permit = permit;
@@ -103,7 +89,7 @@ pub(crate) async fn run(
 async fn execute(
     state: AppState,
     run: Run,
-    stream: Option<mpsc::UnboundedSender<Bytes>>,
+    stream: Option<SseSink>,
 ) -> Result<(Value, bool), IdemError> {
     let invocation_id = uuid::Uuid::new_v4().to_string();
     let tenant = run.principal.tenant.clone();
@@ -137,24 +123,10 @@ async fn execute(
     let (claim_run, claim_node) = (run_id.clone(), node_id.clone());
     let st = state.clone();
     let perform = move || async move {
+        // Only this invocation's events reach this caller's stream.
         let report = match stream {
             None => st.rt.invoke(req).await,
-            Some(tx) => {
-                let mut sub = st.events.subscribe(&run_id, &node_id);
-                let fut = st.rt.invoke(req);
-                tokio::pin!(fut);
-                loop {
-                    tokio::select! {
-                        Some(ev) = sub.rx.recv() => { let _ = tx.send(event_frame(&ev)); }
-                        report = &mut fut => {
-                            while let Ok(ev) = sub.rx.try_recv() {
-                                let _ = tx.send(event_frame(&ev));
-                            }
-                            break report;
-                        }
-                    }
-                }
-            }
+            Some(sink) => st.rt.invoke_streaming(req, Arc::new(sink)).await,
         };
         // A failed node is not recorded: a retry runs it again (its own
         // tool calls are still guarded by the gate's effects).
@@ -224,11 +196,35 @@ fn idem_error(e: &IdemError) -> ApiError {
     };
     let mut err = ApiError::new(status, code, message);
     err.details = details;
+    if let IdemError::InFlight(_, secs) = e {
+        err.retry_after = Some(*secs);
+    }
     err
 }
 
 fn id_ok(s: &str) -> bool {
     !s.is_empty() && s.len() <= 256 && !s.chars().any(char::is_control)
+}
+
+/// The checks every way in (the invoke API's `nodeContext`, the MCP
+/// mount's `_meta`) applies to where in a run the caller says it is.
+/// `field` names the fields as the caller wrote them (`nodeContext.runId`,
+/// `_meta dev.openwop/runId`).
+pub(crate) fn check_ctx(ctx: &Ctx, field: impl Fn(&str) -> String) -> Result<(), String> {
+    for (name, v) in [("runId", &ctx.run_id), ("nodeId", &ctx.node_id)] {
+        if let Some(v) = v
+            && !id_ok(v)
+        {
+            return Err(format!(
+                "{} must be 1 to 256 characters without control characters",
+                field(name)
+            ));
+        }
+    }
+    if ctx.attempt == Some(0) {
+        return Err(format!("{} starts at 1", field("attempt")));
+    }
+    Ok(())
 }
 
 /// `POST /host/wop/invocations`.
@@ -266,18 +262,12 @@ async fn post_inner(state: AppState, headers: HeaderMap, body: Body) -> Result<R
         )
         .details(json!({"scope": "tenant"})));
     }
-    for (name, v) in [("runId", &ctx.run_id), ("nodeId", &ctx.node_id)] {
-        if let Some(v) = v
-            && !id_ok(v)
-        {
-            return Err(ApiError::validation(format!(
-                "nodeContext.{name} must be 1 to 256 characters without control characters"
-            )));
-        }
-    }
-    if ctx.attempt == Some(0) {
-        return Err(ApiError::validation("nodeContext.attempt starts at 1"));
-    }
+    let where_ = Ctx {
+        run_id: ctx.run_id,
+        node_id: ctx.node_id,
+        attempt: ctx.attempt,
+    };
+    check_ctx(&where_, |f| format!("nodeContext.{f}")).map_err(ApiError::validation)?;
     if state.node_for(&b.type_id, &principal).is_none() {
         return Err(ApiError::not_found("typeId", &b.type_id));
     }
@@ -301,11 +291,7 @@ async fn post_inner(state: AppState, headers: HeaderMap, body: Body) -> Result<R
         type_id: b.type_id,
         inputs: b.inputs,
         config: b.config.unwrap_or_else(|| json!({})),
-        ctx: Ctx {
-            run_id: ctx.run_id,
-            node_id: ctx.node_id,
-            attempt: ctx.attempt,
-        },
+        ctx: where_,
         budget: b.budget,
         bounds: b.bounds,
         principal,
@@ -313,35 +299,33 @@ async fn post_inner(state: AppState, headers: HeaderMap, body: Body) -> Result<R
         request: raw,
     };
     if wants_stream(&headers) {
-        let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
+        let (sink, body) = sse::channel(state.cfg.sse_queue_bytes);
         tokio::spawn(async move {
-            match self::run(state, run, permit, Some(tx.clone())).await {
+            match self::run(state, run, permit, Some(sink.clone())).await {
                 Ok((resp, replayed)) => {
                     if replayed && let Some(Value::Array(events)) = resp.get("events") {
                         for e in events {
                             let name = e.get("type").and_then(Value::as_str).unwrap_or("event");
-                            let _ = tx.send(frame(name, e));
+                            sink.push(frame(name, e), false);
                         }
                     }
                     let mut resp = resp;
                     resp["replayed"] = json!(replayed);
-                    let _ = tx.send(frame("outcome", &resp));
+                    sink.push(frame("outcome", &resp), true);
                 }
                 Err(e) => {
                     let (code, message, details) = e.parts();
-                    let _ = tx.send(frame(
-                        "error",
-                        &json!({"error": code, "message": message, "details": details}),
-                    ));
+                    sink.push(
+                        frame(
+                            "error",
+                            &json!({"error": code, "message": message, "details": details}),
+                        ),
+                        true,
+                    );
                 }
             }
         });
-        let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-            rx.recv()
-                .await
-                .map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
-        });
-        let mut r = Response::new(Body::from_stream(stream));
+        let mut r = Response::new(body);
         r.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/event-stream"),

@@ -27,9 +27,11 @@ pub mod config;
 mod guard;
 mod idem;
 mod invoke;
+mod io;
 mod mcp;
 mod routes;
 mod server;
+mod sse;
 mod state;
 
 pub use config::{ServeConfig, TokenEntry, token_sha256};

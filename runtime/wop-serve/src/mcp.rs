@@ -482,12 +482,9 @@ async fn call(state: &AppState, principal: &Principal, req: &Req<'_>) -> Respons
             );
         }
     };
-    let ctx = Ctx {
-        run_id: get(META_RUN).and_then(Value::as_str).map(str::to_owned),
-        node_id: get(META_NODE).and_then(Value::as_str).map(str::to_owned),
-        attempt: get(META_ATTEMPT)
-            .and_then(Value::as_u64)
-            .and_then(|a| u32::try_from(a).ok()),
+    let ctx = match meta_ctx(get(META_RUN), get(META_NODE), get(META_ATTEMPT)) {
+        Ok(c) => c,
+        Err(message) => return ok(req, tool_error("validation_error", &message, None)),
     };
     let permit = match state.permits.clone().try_acquire_owned() {
         Ok(p) => p,
@@ -514,9 +511,68 @@ async fn call(state: &AppState, principal: &Principal, req: &Req<'_>) -> Respons
     }
 }
 
+/// Where in a run the caller says it is, from `_meta`: validated exactly
+/// as the invoke API validates `nodeContext` (a value of the wrong type is
+/// refused, not ignored).
+fn meta_ctx(
+    run: Option<&Value>,
+    node: Option<&Value>,
+    attempt: Option<&Value>,
+) -> Result<Ctx, String> {
+    let text = |v: Option<&Value>, key: &str| match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(format!("_meta {key} must be a string")),
+    };
+    let attempt = match attempt {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            v.as_u64()
+                .and_then(|a| u32::try_from(a).ok())
+                .ok_or_else(|| format!("_meta {META_ATTEMPT} must be an integer from 1"))?,
+        ),
+    };
+    let ctx = Ctx {
+        run_id: text(run, META_RUN)?,
+        node_id: text(node, META_NODE)?,
+        attempt,
+    };
+    invoke::check_ctx(&ctx, |f| format!("_meta dev.openwop/{f}"))?;
+    Ok(ctx)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn meta_ids_are_checked_like_node_context() {
+        let ok = meta_ctx(Some(&json!("wf/run-1")), Some(&json!("n")), Some(&json!(2))).unwrap();
+        assert_eq!(ok.run_id.as_deref(), Some("wf/run-1"));
+        for (run, node, attempt, says) in [
+            (
+                json!("x".repeat(257)),
+                json!("n"),
+                json!(1),
+                "runId must be 1 to 256",
+            ),
+            (
+                json!("a\u{7}b"),
+                json!("n"),
+                json!(1),
+                "without control characters",
+            ),
+            (json!(""), json!("n"), json!(1), "runId must be 1 to 256"),
+            (json!("r"), json!(42), json!(1), "must be a string"),
+            (json!("r"), json!("n"), json!(0), "attempt starts at 1"),
+            (json!("r"), json!("n"), json!(-1), "integer from 1"),
+            (json!("r"), json!("n"), json!("1"), "integer from 1"),
+        ] {
+            let e = meta_ctx(Some(&run), Some(&node), Some(&attempt)).unwrap_err();
+            assert!(e.contains(says), "{run} {node} {attempt}: {e}");
+        }
+        assert!(meta_ctx(None, None, None).is_ok());
+    }
 
     fn h(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         let mut m = HeaderMap::new();

@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use wop_runtime::metering::UsageScope;
 
 /// The `OpenWOP-Version` header value.
 pub const OPENWOP_VERSION: &str = "1.0";
@@ -136,14 +137,16 @@ async fn effects(
         Err(e) => return e.into_response(),
     };
     let run_id = decode_run_id(&raw);
-    let list = match state.rt.effects(&run_id).await {
+    // The caller's tenant's run of that id; another tenant's is another run.
+    let list = match state.rt.effects(&p.tenant, &run_id).await {
         Ok(l) => l,
         Err(e) => return ApiError::internal(format!("effect store: {e}")).into_response(),
     };
     let store = state.rt.gate().effects();
     let mut out = Vec::new();
     for s in list {
-        // Only the caller's tenant's effects; never payloads.
+        // The listing is the tenant's already; the record's tenant is
+        // checked again anyway. Never payloads.
         let rec = match store.get(&s.effect_id).await {
             Ok(Some(r)) => r,
             Ok(None) => continue,
@@ -193,17 +196,13 @@ async fn usage(
     let Ok(Query(q)) = q else {
         return ApiError::validation("query parameters: run, pack").into_response();
     };
-    match &q.run {
-        Some(run) => {
-            // A run's usage is visible to its tenant only.
-            let records = match state.rt.usage(Some(run), None).await {
-                Ok(r) => r,
-                Err(e) => return ApiError::internal(format!("usage: {e}")).into_response(),
-            };
-            if records.is_empty() || records.iter().any(|u| u.tenant_id != p.tenant) {
-                return ApiError::not_found("run", run).into_response();
-            }
-        }
+    let scope = match &q.run {
+        // The caller's tenant's run of that id (another tenant's run of the
+        // same id is another run, invisible here).
+        Some(run) => UsageScope::Run {
+            tenant: &p.tenant,
+            run,
+        },
         None if !p.scopes.iter().any(|s| s == OPERATOR_SCOPE) => {
             return ApiError::new(
                 StatusCode::FORBIDDEN,
@@ -213,13 +212,12 @@ async fn usage(
             .details(json!({"scope": OPERATOR_SCOPE}))
             .into_response();
         }
-        None => {}
-    }
-    match state
-        .rt
-        .usage_rollup(q.run.as_deref(), q.pack.as_deref())
-        .await
-    {
+        None => UsageScope::All,
+    };
+    match state.rt.usage_rollup(scope, q.pack.as_deref()).await {
+        Ok((runs, _)) if runs.is_empty() && q.run.is_some() => {
+            ApiError::not_found("run", q.run.as_deref().unwrap_or("")).into_response()
+        }
         Ok((runs, packs)) => versioned(
             (
                 StatusCode::OK,

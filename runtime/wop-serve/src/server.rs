@@ -1,7 +1,7 @@
 //! Start-up (runtime, store, packs), the accept loop and graceful drain.
 
 use crate::config::{ServeConfig, valid_tenant};
-use crate::state::{EventRouter, NodeInfo, Shared};
+use crate::state::{NodeInfo, Shared};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
@@ -314,11 +314,8 @@ impl Server {
             }
             StoreChoice::Custom(s) => s.clone(),
         };
-        let events = Arc::new(EventRouter::default());
         let mut rc = RuntimeConfig::new();
-        rc.policy(opts.policy.clone())
-            .effect_store(store)
-            .event_sink(events.clone());
+        rc.policy(opts.policy.clone()).effect_store(store);
         if let Some(d) = &opts.cache_dir {
             rc.cache_dir(d);
         }
@@ -372,11 +369,11 @@ impl Server {
             rt,
             cfg,
             tokens,
-            events,
             nodes,
             capability_doc,
             etag,
             refused,
+            claims: Default::default(),
         });
         Ok(Server { listener, state })
     }
@@ -403,6 +400,7 @@ impl Server {
         let Server { listener, state } = self;
         let addr = listener.local_addr().ok();
         let header_timeout = Duration::from_millis(state.cfg.header_timeout_ms);
+        let write_timeout = Duration::from_millis(state.cfg.write_timeout_ms);
         let drain = Duration::from_millis(state.cfg.drain_timeout_ms);
         let app = crate::routes::router(state.clone());
         let graceful = GracefulShutdown::new();
@@ -436,7 +434,10 @@ impl Server {
                         .timer(TokioTimer::new())
                         .header_read_timeout(header_timeout)
                         .keep_alive(true)
-                        .serve_connection(TokioIo::new(stream), svc);
+                        .serve_connection(
+                            TokioIo::new(crate::io::WriteTimeout::new(stream, write_timeout)),
+                            svc,
+                        );
                     let watched = graceful.watch(conn);
                     tokio::spawn(async move {
                         let _conn_permit = conn_permit;
@@ -467,6 +468,7 @@ impl Server {
             .is_err()
         {
             tracing::warn!("invocations still running at exit");
+            state.release_cut_claims().await;
         }
         // Every store write is durable before it returns (sled flushes per
         // write, group-committed); dropping the runtime closes the store.

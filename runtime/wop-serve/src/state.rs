@@ -1,13 +1,14 @@
-//! Shared server state, the event router and node-type metadata.
+//! Shared server state and node-type metadata.
 
 use crate::config::ServeConfig;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::Semaphore;
+use wop_runtime::effects::EffectRecord;
 use wop_runtime::tools::SafetyTier;
-use wop_runtime::{Event, EventSink, Principal, Runtime};
+use wop_runtime::{Principal, Runtime};
 
 /// The anonymous loopback principal's tenant.
 pub(crate) const ANON_TENANT: &str = "anon:local";
@@ -37,69 +38,6 @@ impl NodeInfo {
     }
 }
 
-type Subscriber = (u64, mpsc::UnboundedSender<Event>);
-
-/// Forwards the runtime's events to the request that is waiting for them
-/// (by run id and node id), so `text/event-stream` callers see them.
-#[derive(Default)]
-pub(crate) struct EventRouter {
-    next: AtomicU64,
-    subs: Mutex<HashMap<(String, String), Vec<Subscriber>>>,
-}
-
-/// Unsubscribes on drop.
-pub(crate) struct Subscription {
-    router: Arc<EventRouter>,
-    key: (String, String),
-    id: u64,
-    /// The request's receiving end.
-    pub rx: mpsc::UnboundedReceiver<Event>,
-}
-
-impl EventRouter {
-    pub(crate) fn subscribe(self: &Arc<Self>, run: &str, node: &str) -> Subscription {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let key = (run.to_owned(), node.to_owned());
-        if let Ok(mut s) = self.subs.lock() {
-            s.entry(key.clone()).or_default().push((id, tx));
-        }
-        Subscription {
-            router: self.clone(),
-            key,
-            id,
-            rx,
-        }
-    }
-}
-
-impl Drop for Subscription {
-    fn drop(&mut self) {
-        if let Ok(mut s) = self.router.subs.lock()
-            && let Some(v) = s.get_mut(&self.key)
-        {
-            v.retain(|(id, _)| *id != self.id);
-            if v.is_empty() {
-                s.remove(&self.key);
-            }
-        }
-    }
-}
-
-impl EventSink for EventRouter {
-    fn emit(&self, run_id: &str, node_id: &str, event: &Event) {
-        let Ok(s) = self.subs.lock() else { return };
-        if s.is_empty() {
-            return;
-        }
-        if let Some(v) = s.get(&(run_id.to_owned(), node_id.to_owned())) {
-            for (_, tx) in v {
-                let _ = tx.send(event.clone());
-            }
-        }
-    }
-}
-
 /// Everything the handlers share.
 pub(crate) struct Shared {
     pub rt: Runtime,
@@ -113,19 +51,66 @@ pub(crate) struct Shared {
     pub conns: Arc<Semaphore>,
     /// Connections answered `503` at the connection cap since start.
     pub conns_refused: AtomicU64,
-    pub events: Arc<EventRouter>,
     pub nodes: BTreeMap<String, NodeInfo>,
     /// The capability document and its ETag (packs are fixed after start).
     pub capability_doc: Value,
     pub etag: String,
     /// Packs refused at start: `{dir, code, message}`.
     pub refused: Vec<Value>,
+    /// Node invocations this process runs under an idempotency key, by
+    /// effect id: released at shutdown if a drain cuts them (`Server::run`),
+    /// so a retry runs them again at once instead of waiting for the lease.
+    pub claims: Mutex<HashMap<String, EffectRecord>>,
+}
+
+/// Removes its claim from [`Shared::claims`] when the invocation ends.
+pub(crate) struct HeldClaim<'a> {
+    shared: &'a Shared,
+    effect_id: String,
+}
+
+impl Drop for HeldClaim<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut c) = self.shared.claims.lock() {
+            c.remove(&self.effect_id);
+        }
+    }
 }
 
 /// Cheap to clone.
 pub(crate) type AppState = Arc<Shared>;
 
 impl Shared {
+    /// Registers `claimed` as running here until the guard drops.
+    pub(crate) fn hold_claim(&self, claimed: &EffectRecord) -> HeldClaim<'_> {
+        if let Ok(mut c) = self.claims.lock() {
+            c.insert(claimed.effect_id.clone(), claimed.clone());
+        }
+        HeldClaim {
+            shared: self,
+            effect_id: claimed.effect_id.clone(),
+        }
+    }
+
+    /// Releases the claims of node invocations still running here (a
+    /// drain ran out): their outcome will not be recorded by this process.
+    pub(crate) async fn release_cut_claims(&self) {
+        let cut: Vec<EffectRecord> = match self.claims.lock() {
+            Ok(mut c) => c.drain().map(|(_, r)| r).collect(),
+            Err(_) => return,
+        };
+        for r in cut {
+            match self.rt.gate().effects().release(&r).await {
+                Ok(true) => {
+                    tracing::warn!(effect = %r.effect_id, "released the claim of an invocation the drain cut; a retry with its key runs it again")
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::error!(effect = %r.effect_id, error = %e, "cannot release a cut invocation's claim")
+                }
+            }
+        }
+    }
     /// The node type if it exists and `p` may use it.
     pub(crate) fn node_for(&self, type_id: &str, p: &Principal) -> Option<&NodeInfo> {
         self.nodes.get(type_id).filter(|n| n.allows(p))

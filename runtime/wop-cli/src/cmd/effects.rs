@@ -10,6 +10,10 @@ pub(crate) struct EffectsArgs {
     pub(crate) action: Option<EffectsAction>,
     /// The run whose effects to list.
     pub(crate) run_id: Option<String>,
+    /// The run's tenant (as `wop run --tenant`; a run id names a run within
+    /// a tenant).
+    #[arg(long, default_value = "default")]
+    pub(crate) tenant: String,
     #[command(flatten)]
     pub(crate) common: Common,
 }
@@ -67,7 +71,7 @@ pub(crate) async fn effects(a: EffectsArgs) -> Result<u8, Failure> {
                 .run_id
                 .ok_or_else(|| usage(anyhow::anyhow!("usage: wop effects <runId> | wop effects resolve <effectId> --as completed|released")))?;
             let rt = runtime(&a.common)?;
-            let list = rt.effects(&run).await?;
+            let list = rt.effects(&a.tenant, &run).await?;
             if a.common.json {
                 println!("{}", serde_json::to_string_pretty(&list)?);
             } else if list.is_empty() {

@@ -2,13 +2,18 @@
 
 use crate::common::{Common, Failure, runtime};
 use clap::Args;
+use wop_runtime::metering::UsageScope;
 
 /// `wop usage` arguments.
 #[derive(Args)]
 pub(crate) struct UsageArgs {
-    /// Only this run.
+    /// Only this run (of `--tenant`'s).
     #[arg(long)]
     pub(crate) run: Option<String>,
+    /// Only this tenant's runs (with `--run`: default `default`, as `wop
+    /// run`'s). Without either: every tenant, runs shown as `tenant/run`.
+    #[arg(long)]
+    pub(crate) tenant: Option<String>,
     /// Only this pack (name).
     #[arg(long)]
     pub(crate) pack: Option<String>,
@@ -21,12 +26,19 @@ pub(crate) struct UsageArgs {
 
 pub(crate) async fn usage(a: UsageArgs) -> Result<u8, Failure> {
     let rt = runtime(&a.common)?;
-    let (by_run, by_pack) = rt.usage_rollup(a.run.as_deref(), a.pack.as_deref()).await?;
+    let scope = match (a.tenant.as_deref(), a.run.as_deref()) {
+        (t, Some(run)) => UsageScope::Run {
+            tenant: t.unwrap_or("default"),
+            run,
+        },
+        (Some(t), None) => UsageScope::Tenant(t),
+        (None, None) => UsageScope::All,
+    };
+    let (by_run, by_pack) = rt.usage_rollup(scope, a.pack.as_deref()).await?;
     if a.common.json {
         let mut doc = serde_json::json!({"byRun": by_run, "byPack": by_pack});
         if a.records {
-            doc["records"] =
-                serde_json::to_value(rt.usage(a.run.as_deref(), a.pack.as_deref()).await?)?;
+            doc["records"] = serde_json::to_value(rt.usage(scope, a.pack.as_deref()).await?)?;
         }
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(0);
@@ -58,7 +70,7 @@ pub(crate) async fn usage(a: UsageArgs) -> Result<u8, Failure> {
         }
     }
     if a.records {
-        for u in rt.usage(a.run.as_deref(), a.pack.as_deref()).await? {
+        for u in rt.usage(scope, a.pack.as_deref()).await? {
             println!("{}", serde_json::to_string(&u)?);
         }
     }

@@ -34,7 +34,7 @@ async fn purge_pages_through_finished_records() {
     }
     assert_eq!(fx.purge(0).await.unwrap(), 0);
     assert_eq!(fx.purge(now_ms() + 1).await.unwrap(), 1099);
-    let left = fx.list_run("r").await.unwrap();
+    let left = fx.list_run("t", "r").await.unwrap();
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].state, EffectState::Claimed);
     assert_eq!(

@@ -12,13 +12,9 @@ use wop_core::events::Event;
 const MAX_CAS_ROUNDS: usize = 1024;
 
 impl Meter {
-    fn ledger_key(run: &str) -> String {
-        format!("ledger/{run}")
-    }
-
-    /// Reads a run's ledger.
-    pub async fn ledger(&self, run: &str) -> Result<Option<Ledger>, MeterError> {
-        let k = Self::ledger_key(run);
+    /// Reads the ledger of `tenant`'s run `run`.
+    pub async fn ledger(&self, tenant: &str, run: &str) -> Result<Option<Ledger>, MeterError> {
+        let k = crate::keys::ledger(tenant, run);
         match self.kv.get(&k).await? {
             Some(b) => serde_json::from_slice(&b)
                 .map(Some)
@@ -31,11 +27,12 @@ impl Meter {
     /// (with `budget`, emitting `budget.reserved`) at the first call.
     pub(super) async fn update<R>(
         &self,
+        tenant: &str,
         run: &str,
         budget: &RunBudget,
         mut f: impl FnMut(&mut Ledger, &mut Vec<Event>) -> R,
     ) -> Result<(Ledger, R, Vec<Event>), MeterError> {
-        let k = Self::ledger_key(run);
+        let k = crate::keys::ledger(tenant, run);
         let mut cur = self.kv.get(&k).await?;
         for _ in 0..MAX_CAS_ROUNDS {
             let mut events = Vec::new();
@@ -74,24 +71,27 @@ impl Meter {
         Err(MeterError::Contended(run.to_owned()))
     }
 
-    /// Opens the run's ledger at an invocation's start (creating it and
-    /// reserving the budget the first time). Returns the ledger and events.
+    /// Opens `tenant`'s run `run`'s ledger at an invocation's start
+    /// (creating it and reserving the budget the first time). Returns the
+    /// ledger and events. Another tenant's run of the same id is another
+    /// ledger.
     ///
     /// A run with no budget and no run timeout needs no ledger: nothing is
     /// written for it (one durable write saved per new run).
     pub async fn open_run(
         &self,
+        tenant: &str,
         run: &str,
         budget: &RunBudget,
         needs_clock: bool,
     ) -> Result<(Ledger, Vec<Event>), MeterError> {
         if budget.is_empty() && !needs_clock {
-            if let Some(l) = self.ledger(run).await? {
+            if let Some(l) = self.ledger(tenant, run).await? {
                 return Ok((l, Vec::new()));
             }
             return Ok((Ledger::new(run, *budget), Vec::new()));
         }
-        let (l, (), ev) = self.update(run, budget, |_, _| ()).await?;
+        let (l, (), ev) = self.update(tenant, run, budget, |_, _| ()).await?;
         Ok((l, ev))
     }
 
@@ -99,13 +99,14 @@ impl Meter {
     /// it would exceed the run's tool-call or cost budget.
     pub async fn charge_tool_call(
         &self,
+        tenant: &str,
         run: &str,
         node_id: &str,
         tool: &str,
     ) -> Result<(Vec<Event>, Result<(), Exhausted>), MeterError> {
         let price = self.prices.tool_call(tool);
         let (_, verdict, events) = self
-            .update(run, &RunBudget::default(), |l, out| {
+            .update(tenant, run, &RunBudget::default(), |l, out| {
                 let next_calls = l.consumed.tool_calls + 1;
                 let next_cost = l.consumed.cost_usd + price;
                 let over = if l.budget.max_tool_calls.is_some_and(|m| next_calls > m) {

@@ -4,10 +4,15 @@
 //! Everything persists in the same [`KvStore`] as effect claims. The math
 //! lives in `wop_core::budget`.
 //!
-//! - `ledger/<runId>`: a run's budget and what it consumed, updated with
-//!   compare-and-swap, so several executors sharing a store share a budget.
-//! - `rollup/run/<run>`: the run's roll-up, per pack ([`RunRollup`]),
-//!   updated with compare-and-swap by every [`Meter::record`]; exact.
+//! Every per-run record is keyed by the run's tenant and id
+//! ([`crate::keys`]): two tenants' runs of one id share nothing.
+//!
+//! - `ledger/<tenant>/<run>`: a run's budget and what it consumed, updated
+//!   with compare-and-swap, so several executors sharing a store share a
+//!   budget.
+//! - `rollup/run/<tenant>/<run>`: the run's roll-up, per pack
+//!   ([`RunRollup`]), updated with compare-and-swap by every
+//!   [`Meter::record`]; exact.
 //! - `rollup/pack/<pack@version>/<shard>`: the pack's all-time roll-up,
 //!   split over [`PACK_SHARDS`] records (a process picks one by its id) so
 //!   that executors sharing a store rarely contend; exact (the sum of the
@@ -16,7 +21,7 @@
 //! Concurrent recorders of one roll-up record in one process share one
 //! compare-and-swap (group commit, `combine.rs`); each returns only once
 //! the write carrying its invocation is stored.
-//! - `usage/<run>/<ms>-<pid>-<seq>`: one invocation's
+//! - `usage/<tenant>/<run>/<ms>-<pid>-<seq>`: one invocation's
 //!   [`Usage`](wop_core::model::Usage), kept only for the first
 //!   [`MeterOptions::usage_records_per_run`] invocations of a run and
 //!   bounded in size (long identifiers cut, the per-host-call breakdown and
@@ -24,9 +29,9 @@
 //!   `hostCallBreakdownDropped`). [`Meter::purge`] deletes them (and the
 //!   roll-ups of runs idle) past a retention.
 //!
-//! `<run>` and `<pack@version>` in keys are escaped (`%` → `%25`, `/` →
-//! `%2F`) and, past 96 bytes, cut and suffixed with a digest, so that a
-//! prefix scan of one run never reaches another's records. Roll-ups are
+//! `<tenant>`, `<run>` and `<pack@version>` in keys are escaped (`%` →
+//! `%25`, `/` → `%2F`) and, past 96 bytes, cut and suffixed with a digest,
+//! so that a prefix scan of one run never reaches another's records. Roll-ups are
 //! computed from roll-up records only, never by reading usage records.
 
 use crate::store::{KvStore, StoreError};
@@ -39,6 +44,7 @@ mod queries;
 mod recording;
 mod stored;
 
+pub use queries::UsageScope;
 pub use stored::RunRollup;
 
 /// Errors of the meter.

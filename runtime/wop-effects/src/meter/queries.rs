@@ -1,23 +1,42 @@
 //! Reading usage records and roll-ups back, and retention.
 
-use super::stored::{PackShard, Record, RunRollup, StoredUsage, add_rollup, key_part};
+use super::stored::{PackShard, Record, RunRollup, StoredUsage, add_rollup};
 use super::{Meter, MeterError};
+use crate::keys;
 use std::collections::BTreeMap;
 use wop_core::budget::*;
 use wop_core::model::Usage;
 
+/// Which runs a usage query covers. Run ids are only meaningful within a
+/// tenant: two tenants' runs of the same id are two runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageScope<'a> {
+    /// Every tenant's runs (operators).
+    All,
+    /// Every run of one tenant.
+    Tenant(&'a str),
+    /// One tenant's run.
+    Run {
+        /// The tenant.
+        tenant: &'a str,
+        /// The run id.
+        run: &'a str,
+    },
+}
+
 impl Meter {
-    /// Usage records, optionally of one run and/or one pack (name). Only
-    /// the kept, bounded records (see [`MeterOptions`](super::MeterOptions));
+    /// Usage records in `scope`, optionally of one pack (name). Only the
+    /// kept, bounded records (see [`MeterOptions`](super::MeterOptions));
     /// totals come from [`rollup`](Self::rollup).
     pub async fn usage(
         &self,
-        run: Option<&str>,
+        scope: UsageScope<'_>,
         pack: Option<&str>,
     ) -> Result<Vec<Usage>, MeterError> {
-        let prefix = match run {
-            Some(r) => format!("usage/{}/", key_part(r)),
-            None => "usage/".to_owned(),
+        let prefix = match scope {
+            UsageScope::All => "usage/".to_owned(),
+            UsageScope::Tenant(t) => keys::usage_prefix(t, None),
+            UsageScope::Run { tenant, run } => keys::usage_prefix(tenant, Some(run)),
         };
         let mut out = Vec::new();
         for (k, v) in self.scan_all(&prefix).await? {
@@ -62,9 +81,13 @@ impl Meter {
         }
     }
 
-    /// A run's roll-up record, if it has one.
-    pub async fn run_rollup(&self, run: &str) -> Result<Option<RunRollup>, MeterError> {
-        let k = Self::run_rollup_key(run);
+    /// The roll-up record of `tenant`'s run `run`, if it has one.
+    pub async fn run_rollup(
+        &self,
+        tenant: &str,
+        run: &str,
+    ) -> Result<Option<RunRollup>, MeterError> {
+        let k = keys::run_rollup(tenant, run);
         match self.kv.get(&k).await? {
             Some(b) => RunRollup::decode(&b)
                 .map(Some)
@@ -73,14 +96,16 @@ impl Meter {
         }
     }
 
-    /// Roll-ups per run and per `pack@version`, optionally of one run and/or
+    /// Roll-ups per run and per `pack@version` in `scope`, optionally of
     /// one pack (name). Read from the roll-up records (exact), never from
-    /// usage records. With `run`, the per-pack map is that run's; without,
-    /// it is the packs' all-time totals (including runs whose roll-ups
+    /// usage records. The per-run map is keyed by run id within a tenant's
+    /// scope and by `<tenant>/<run>` for [`UsageScope::All`]. The per-pack
+    /// map is the run's, or the tenant's runs' summed; for `All` it is the
+    /// packs' all-time totals (including runs whose roll-ups
     /// [`purge`](Self::purge) deleted).
     pub async fn rollup(
         &self,
-        run: Option<&str>,
+        scope: UsageScope<'_>,
         pack: Option<&str>,
     ) -> Result<(BTreeMap<String, Rollup>, BTreeMap<String, Rollup>), MeterError> {
         let mut by_run: BTreeMap<String, Rollup> = BTreeMap::new();
@@ -108,14 +133,34 @@ impl Meter {
                 }
             }
             if let Some(t) = total {
-                by_run.insert(r.run_id.clone(), t);
+                let label = if matches!(scope, UsageScope::All) {
+                    format!("{}/{}", r.tenant_id, r.run_id)
+                } else {
+                    r.run_id.clone()
+                };
+                by_run.insert(label, t);
             }
         };
-        if let Some(run) = run {
-            if let Some(r) = self.run_rollup(run).await? {
-                add_run(r, Some(&mut by_pack));
+        match scope {
+            UsageScope::Run { tenant, run } => {
+                if let Some(r) = self.run_rollup(tenant, run).await? {
+                    add_run(r, Some(&mut by_pack));
+                }
+                return Ok((by_run, by_pack));
             }
-            return Ok((by_run, by_pack));
+            UsageScope::Tenant(t) => {
+                let prefix = format!("rollup/run/{}/", keys::part(t));
+                self.for_each_page(&prefix, |page| {
+                    for (k, v) in page {
+                        let r = RunRollup::decode(&v).ok_or(MeterError::Corrupt(k))?;
+                        add_run(r, Some(&mut by_pack));
+                    }
+                    Ok(())
+                })
+                .await?;
+                return Ok((by_run, by_pack));
+            }
+            UsageScope::All => {}
         }
         self.for_each_page("rollup/run/", |page| {
             for (k, v) in page {

@@ -1,10 +1,9 @@
 //! Recording a finished invocation: ledger, roll-ups and kept usage records.
 
 use super::combine::Combiner;
-use super::stored::{
-    PackShard, Record, RunRollup, StoredUsage, add_rollup, cut, key_part, pack_label,
-};
+use super::stored::{PackShard, Record, RunRollup, StoredUsage, add_rollup, cut, pack_label};
 use super::{Meter, MeterError, PACK_SHARDS};
+use crate::keys;
 use crate::store::KvStore;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,14 +21,15 @@ impl Meter {
     /// pack's roll-ups; and keeps its (bounded) usage record if the run is
     /// under its cap. Returns the budget events.
     pub async fn record(&self, usage: &Usage, node_id: &str) -> Result<Vec<Event>, MeterError> {
+        let (tenant, run) = (usage.tenant_id.as_str(), usage.run_id.as_str());
         let has_budget = self
-            .ledger(&usage.run_id)
+            .ledger(tenant, run)
             .await?
             .is_some_and(|l| !l.budget.is_empty());
         let mut events = Vec::new();
         if has_budget {
             let (_, (), ev) = self
-                .update(&usage.run_id, &RunBudget::default(), |l, out| {
+                .update(tenant, run, &RunBudget::default(), |l, out| {
                     l.invocations += 1;
                     l.consumed.fuel += usage.fuel_consumed;
                     l.consumed.cost_usd += usage.cost - self.prices.tool_call_total(usage);
@@ -68,10 +68,10 @@ impl Meter {
         // The run's roll-up (which decides whether this invocation's record
         // is kept) and this process's shard of the pack's roll-up, written
         // together; each grouped with concurrent recorders of the same key.
-        let run_key = Self::run_rollup_key(&usage.run_id);
+        let run_key = keys::run_rollup(tenant, run);
         let pack_key = format!(
             "rollup/pack/{}/{}",
-            key_part(&label),
+            keys::part(&label),
             u64::from(std::process::id()) % PACK_SHARDS
         );
         let run_write = self.rollups.run.submit(
@@ -82,9 +82,11 @@ impl Meter {
                 at_ms: now,
             },
             |batch| {
-                let (kv, key, run) = (self.kv.clone(), run_key.clone(), usage.run_id.clone());
+                let kv = self.kv.clone();
+                let key = run_key.clone();
+                let ids = (tenant.to_owned(), run.to_owned());
                 let cap = self.options.usage_records_per_run;
-                async move { write_run(kv, &key, &run, cap, batch).await }
+                async move { write_run(kv, &key, ids, cap, batch).await }
             },
         );
         let pack_write = self.rollups.pack.submit(&pack_key, delta, |batch| {
@@ -95,18 +97,14 @@ impl Meter {
         let (keep, ()) = tokio::try_join!(run_write, pack_write)?;
         if keep {
             let key = format!(
-                "usage/{}/{now:013}-{}-{seq}",
-                key_part(&usage.run_id),
+                "{}{now:013}-{}-{seq}",
+                keys::usage_prefix(tenant, Some(run)),
                 std::process::id(),
             );
             let stored = self.bounded(usage);
             self.kv.put(&key, stored.encode()).await?;
         }
         Ok(events)
-    }
-
-    pub(super) fn run_rollup_key(run: &str) -> String {
-        format!("rollup/run/{}", key_part(run))
     }
 
     /// The copy of `u` that is stored: identifiers cut, breakdown and
@@ -180,14 +178,15 @@ pub(super) struct RunDelta {
 async fn write_run(
     kv: Arc<dyn KvStore>,
     key: &str,
-    run: &str,
+    (tenant, run): (String, String),
     cap: u64,
     batch: Vec<RunDelta>,
 ) -> Result<Vec<bool>, MeterError> {
     let mut keep = Vec::with_capacity(batch.len());
     cas_update::<RunRollup>(&*kv, key, |r| {
         let mut r = r.unwrap_or_else(|| RunRollup {
-            run_id: run.to_owned(),
+            tenant_id: tenant.clone(),
+            run_id: run.clone(),
             ..Default::default()
         });
         keep.clear();

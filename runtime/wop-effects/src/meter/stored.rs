@@ -5,11 +5,13 @@ use std::collections::BTreeMap;
 use wop_core::budget::*;
 use wop_core::model::Usage;
 
-/// A run's roll-up record (`rollup/run/<run>`). Absent fields read as
-/// their defaults (the stored form leaves them out).
+/// A run's roll-up record (`rollup/run/<tenant>/<run>`). Absent fields
+/// read as their defaults (the stored form leaves them out).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct RunRollup {
+    /// The tenant the run belongs to (in full).
+    pub tenant_id: String,
     /// The run id (in full).
     pub run_id: String,
     /// Per `pack@version`.
@@ -139,6 +141,9 @@ impl Serialize for CompactRun<'_> {
         use serde::ser::SerializeMap;
         let r = self.0;
         let mut m = s.serialize_map(None)?;
+        if !r.tenant_id.is_empty() {
+            m.serialize_entry("tenantId", &r.tenant_id)?;
+        }
         if !r.run_id.is_empty() {
             m.serialize_entry("runId", &r.run_id)?;
         }
@@ -226,21 +231,6 @@ pub(super) fn cut(s: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}…", &s[..end])
-}
-
-/// An identifier as a key segment: escaped, and past 96 bytes cut and
-/// suffixed with a digest of the whole.
-pub(super) fn key_part(s: &str) -> String {
-    let esc = s.replace('%', "%25").replace('/', "%2F");
-    if esc.len() <= 96 {
-        return esc;
-    }
-    let mut end = 64;
-    while !esc.is_char_boundary(end) {
-        end -= 1;
-    }
-    let digest = wop_core::jcs::sha256_hex(&serde_json::Value::String(s.to_owned()));
-    format!("{}~{}", &esc[..end], &digest[..16])
 }
 
 pub(super) fn pack_label(u: &Usage) -> String {

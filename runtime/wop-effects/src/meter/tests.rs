@@ -47,10 +47,12 @@ fn reference(
         if run.is_some_and(|r| r != u.run_id) || pack.is_some_and(|p| p != u.pack) {
             continue;
         }
-        for (map, key) in [
-            (&mut by_run, u.run_id.clone()),
-            (&mut by_pack, pack_label(u)),
-        ] {
+        // Across tenants (no run), runs are labelled `<tenant>/<run>`.
+        let run_label = match run {
+            Some(_) => u.run_id.clone(),
+            None => format!("{}/{}", u.tenant_id, u.run_id),
+        };
+        for (map, key) in [(&mut by_run, run_label), (&mut by_pack, pack_label(u))] {
             map.entry(key)
                 .or_insert_with(|| Rollup {
                     currency: "USD".into(),
@@ -60,6 +62,17 @@ fn reference(
         }
     }
     (by_run, by_pack)
+}
+
+/// One run of the tests' tenant, or every run.
+fn scope(run: Option<&str>) -> UsageScope<'_> {
+    match run {
+        Some(run) => UsageScope::Run {
+            tenant: "tenant",
+            run,
+        },
+        None => UsageScope::All,
+    }
 }
 
 async fn record_all(meter: &Meter, plan: &[(&str, &str, u64)]) -> Vec<Usage> {
@@ -150,24 +163,36 @@ async fn rollups_exact_records_capped_bounded_and_purged() {
         (Some("nope"), None),
     ] {
         assert_eq!(
-            meter.rollup(run, pack).await.unwrap(),
+            meter.rollup(scope(run), pack).await.unwrap(),
             reference(&all, run, pack),
             "rollup({run:?}, {pack:?})"
         );
     }
     // The cap: the first 5 invocations of a run are kept; one run's
     // prefix never reaches another's ("run" vs "run/1").
-    assert_eq!(meter.usage(Some("run/1"), None).await.unwrap().len(), 5);
-    assert_eq!(meter.usage(Some("run"), None).await.unwrap().len(), 3);
-    assert_eq!(meter.usage(None, Some("beta")).await.unwrap().len(), 3);
-    let r = meter.run_rollup("run/1").await.unwrap().unwrap();
+    assert_eq!(
+        meter.usage(scope(Some("run/1")), None).await.unwrap().len(),
+        5
+    );
+    assert_eq!(
+        meter.usage(scope(Some("run")), None).await.unwrap().len(),
+        3
+    );
+    assert_eq!(
+        meter.usage(scope(None), Some("beta")).await.unwrap().len(),
+        3
+    );
+    let r = meter.run_rollup("tenant", "run/1").await.unwrap().unwrap();
     assert_eq!((r.invocations(), r.records_kept), (14, 5));
     // Bounded size: 40 breakdown entries of 300-byte targets and a
     // 400-byte run id are cut.
     let stored = kv.scan_prefix("usage/", usize::MAX).await.unwrap();
     let max = stored.iter().map(|(_, v)| v.len()).max().unwrap();
     assert!(max < 2000, "a stored usage record has {max} bytes");
-    let kept = meter.usage(Some(long_run.as_str()), None).await.unwrap();
+    let kept = meter
+        .usage(scope(Some(long_run.as_str())), None)
+        .await
+        .unwrap();
     assert_eq!(kept.len(), 1);
     assert_eq!(kept[0].host_call_breakdown.len(), 8);
     assert!(kept[0].run_id.len() <= 128 && kept[0].run_id.ends_with('…'));
@@ -178,11 +203,11 @@ async fn rollups_exact_records_capped_bounded_and_purged() {
         "keys are bounded"
     );
     // Roll-ups never read usage records: deleting them changes nothing.
-    let before = meter.rollup(None, None).await.unwrap();
+    let before = meter.rollup(scope(None), None).await.unwrap();
     for (k, _) in &stored {
         kv.remove(k).await.unwrap();
     }
-    assert_eq!(meter.rollup(None, None).await.unwrap(), before);
+    assert_eq!(meter.rollup(scope(None), None).await.unwrap(), before);
     // Retention.
     let all = record_all(&meter, &plan).await;
     assert_eq!(meter.purge(0).await.unwrap(), 0);
@@ -190,8 +215,8 @@ async fn rollups_exact_records_capped_bounded_and_purged() {
     // Round two kept only what the caps still allowed: run/1 was full,
     // "run" had 2 of 5 left, the long run 4.
     assert_eq!(n, 2 + 1 + 3, "usage records and the 3 idle runs' roll-ups");
-    assert!(meter.usage(None, None).await.unwrap().is_empty());
-    let (by_run, by_pack) = meter.rollup(None, None).await.unwrap();
+    assert!(meter.usage(scope(None), None).await.unwrap().is_empty());
+    let (by_run, by_pack) = meter.rollup(scope(None), None).await.unwrap();
     assert!(by_run.is_empty(), "idle runs' roll-ups are purged");
     // Pack totals are all-time: both rounds of records.
     let mut twice = all.clone();
@@ -218,14 +243,21 @@ async fn concurrent_records_are_exact(kv: Arc<dyn KvStore>) {
     for t in tasks {
         all.push(t.await.unwrap());
     }
-    let got = meter.rollup(None, None).await.unwrap();
+    let got = meter.rollup(scope(None), None).await.unwrap();
     let want = reference(&all, None, None);
-    assert_eq!(got.0["shared-run"].invocations, TASKS);
-    assert_eq!(got.0["shared-run"].fuel, want.0["shared-run"].fuel);
+    assert_eq!(got.0["tenant/shared-run"].invocations, TASKS);
+    assert_eq!(
+        got.0["tenant/shared-run"].fuel,
+        want.0["tenant/shared-run"].fuel
+    );
     assert_eq!(got.1["alpha@1.0.0"].invocations, TASKS);
     assert_eq!(got.1["alpha@1.0.0"].fuel, want.1["alpha@1.0.0"].fuel);
     assert_eq!(
-        meter.usage(Some("shared-run"), None).await.unwrap().len(),
+        meter
+            .usage(scope(Some("shared-run")), None)
+            .await
+            .unwrap()
+            .len(),
         32
     );
 }
@@ -252,7 +284,10 @@ async fn concurrent_records_are_exact_on_postgres() {
 async fn charge(meter: &Meter, run: &str, attempts: u64) -> u64 {
     let mut ok = 0;
     for _ in 0..attempts {
-        let (_, verdict) = meter.charge_tool_call(run, "node", "t:x").await.unwrap();
+        let (_, verdict) = meter
+            .charge_tool_call("tenant", run, "node", "t:x")
+            .await
+            .unwrap();
         if verdict.is_ok() {
             ok += 1;
         }
@@ -278,7 +313,10 @@ async fn budget_is_shared_by_meters_on_sled() {
     let meters: Vec<Meter> = (0..8)
         .map(|_| Meter::new(kv.clone(), Prices::default()))
         .collect();
-    meters[0].open_run("run-s", &budget(), false).await.unwrap();
+    meters[0]
+        .open_run("tenant", "run-s", &budget(), false)
+        .await
+        .unwrap();
     let mut tasks = Vec::new();
     for t in 0..32 {
         let meter = meters[t % 8].clone();
@@ -307,7 +345,10 @@ async fn budget_is_shared_by_meters_on_postgres() {
         let kv = Arc::new(crate::store::PostgresStore::connect(&url).await.unwrap());
         meters.push(Meter::new(kv, Prices::default()));
     }
-    meters[0].open_run("run-b", &budget(), false).await.unwrap();
+    meters[0]
+        .open_run("tenant", "run-b", &budget(), false)
+        .await
+        .unwrap();
     let barrier = Arc::new(tokio::sync::Barrier::new(32));
     let mut tasks = Vec::new();
     for t in 0..32 {
@@ -323,7 +364,7 @@ async fn budget_is_shared_by_meters_on_postgres() {
         allowed += t.await.unwrap();
     }
     assert_eq!(allowed, BUDGET);
-    let ledger = meters[3].ledger("run-b").await.unwrap().unwrap();
+    let ledger = meters[3].ledger("tenant", "run-b").await.unwrap().unwrap();
     assert_eq!(ledger.consumed.tool_calls, BUDGET);
     assert_eq!(ledger.exhausted, Some(Dimension::ToolCalls));
 }
@@ -339,7 +380,10 @@ async fn budget_is_shared_by_processes_on_postgres() {
     };
     let kv = Arc::new(crate::store::PostgresStore::connect(&url).await.unwrap());
     let meter = Meter::new(kv, Prices::default());
-    meter.open_run("run-p", &budget(), false).await.unwrap();
+    meter
+        .open_run("tenant", "run-p", &budget(), false)
+        .await
+        .unwrap();
     let exe = std::env::current_exe().unwrap();
     let mut children = Vec::new();
     for _ in 0..4 {
@@ -375,7 +419,7 @@ async fn budget_is_shared_by_processes_on_postgres() {
         allowed += n;
     }
     assert_eq!(allowed, BUDGET);
-    let ledger = meter.ledger("run-p").await.unwrap().unwrap();
+    let ledger = meter.ledger("tenant", "run-p").await.unwrap().unwrap();
     assert_eq!(ledger.consumed.tool_calls, BUDGET);
 }
 
@@ -470,9 +514,12 @@ async fn concurrent_recorders_of_one_run_are_exact() {
     for t in tasks {
         t.await.unwrap();
     }
-    let (by_run, by_pack) = meter.rollup(Some("hot"), None).await.unwrap();
+    let (by_run, by_pack) = meter.rollup(scope(Some("hot")), None).await.unwrap();
     let run = &by_run["hot"];
     assert_eq!(run.invocations, 640);
     assert_eq!(by_pack.values().map(|r| r.invocations).sum::<u64>(), 640);
-    assert_eq!(meter.usage(Some("hot"), None).await.unwrap().len(), 100);
+    assert_eq!(
+        meter.usage(scope(Some("hot")), None).await.unwrap().len(),
+        100
+    );
 }

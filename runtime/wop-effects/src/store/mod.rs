@@ -40,6 +40,9 @@ pub fn is_postgres_url(spec: &str) -> bool {
 /// - anything else: a directory path for a [`SledStore`] (created if
 ///   missing; the default backend).
 ///
+/// Either way the key layout is brought up to date before this returns
+/// ([`crate::keyspace::upgrade`]).
+///
 /// Errors never contain the URL's password.
 pub fn open(spec: &str) -> Result<std::sync::Arc<dyn KvStore>, StoreError> {
     if is_postgres_url(spec) {
@@ -60,9 +63,31 @@ pub fn open(spec: &str) -> Result<std::sync::Arc<dyn KvStore>, StoreError> {
             "empty store spec: give a directory or a postgres:// URL".to_owned(),
         ));
     }
-    Ok(std::sync::Arc::new(SledStore::open(std::path::Path::new(
-        spec,
-    ))?))
+    let store = std::sync::Arc::new(SledStore::open(std::path::Path::new(spec))?);
+    upgrade_blocking(&*store)?;
+    Ok(store)
+}
+
+/// [`crate::keyspace::upgrade`] on a helper thread with its own runtime (so
+/// [`open`] works with or without a running tokio runtime).
+fn upgrade_blocking(store: &dyn KvStore) -> Result<(), StoreError> {
+    let done = std::thread::scope(|s| {
+        s.spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| {
+                    StoreError::Unavailable(format!("cannot start a runtime to upgrade: {e}"))
+                })?;
+            rt.block_on(crate::keyspace::upgrade(store)).map(|_| ())
+        })
+        .join()
+    });
+    done.unwrap_or_else(|_| {
+        Err(StoreError::Unavailable(
+            "the key layout upgrade did not complete".to_owned(),
+        ))
+    })
 }
 
 /// Why a store operation failed.

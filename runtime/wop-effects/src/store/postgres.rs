@@ -293,7 +293,8 @@ const MAX_CAS_TURNS: usize = 1000;
 
 impl PostgresStore {
     /// Connects to `url` (see the module docs for the accepted form), then
-    /// creates or migrates the schema.
+    /// creates or migrates the schema and upgrades the key layout
+    /// ([`crate::keyspace`]).
     pub async fn connect(url: &str) -> Result<PostgresStore, StoreError> {
         Self::connect_with(url, PostgresOptions::default()).await
     }
@@ -306,7 +307,9 @@ impl PostgresStore {
     ) -> Result<PostgresStore, StoreError> {
         let parsed = parse(url, options)?;
         migrate(&parsed).await?;
-        Self::from_parsed(&parsed)
+        let store = Self::from_parsed(&parsed)?;
+        crate::keyspace::upgrade(&store).await?;
+        Ok(store)
     }
 
     /// For callers without an async context: parses, migrates on a helper
@@ -323,7 +326,12 @@ impl PostgresStore {
                     .map_err(|e| {
                         StoreError::Unavailable(format!("cannot start a runtime to migrate: {e}"))
                     })?;
-                rt.block_on(migrate(&parsed))
+                rt.block_on(async {
+                    migrate(&parsed).await?;
+                    // On this thread's own pool, dropped with it.
+                    let store = Self::from_parsed(&parsed)?;
+                    crate::keyspace::upgrade(&store).await.map(|_| ())
+                })
             })
             .join()
         });

@@ -50,6 +50,8 @@ pub struct CallSite {
 pub struct MeterSite {
     /// The meter.
     pub meter: wop_effects::Meter,
+    /// The run's tenant (a run id is only unique within its tenant).
+    pub tenant_id: String,
     /// The run.
     pub run_id: String,
     /// The node (for `cap.breached`).
@@ -59,6 +61,7 @@ pub struct MeterSite {
 impl std::fmt::Debug for MeterSite {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MeterSite")
+            .field("tenant_id", &self.tenant_id)
             .field("run_id", &self.run_id)
             .finish()
     }
@@ -71,6 +74,9 @@ pub struct CallCounters {
     pub calls: u32,
     /// Effectful calls so far (the activity recipe's ordinal).
     pub effects: u32,
+    /// Effectful calls so far, business-keyed ones included (bounded by
+    /// [`GateConfig::max_records_per_invocation`]).
+    pub records: u32,
 }
 
 /// What the gate did with one call. Usage is counted from receipts, never
@@ -106,6 +112,9 @@ pub struct GateConfig {
     pub timings: EffectTimings,
     /// Largest tool result accepted and recorded, in bytes.
     pub max_result_bytes: u64,
+    /// Most effectful calls one invocation may make (each writes at most
+    /// one effect record of at most `max_result_bytes`).
+    pub max_records_per_invocation: u32,
 }
 
 /// The gate.

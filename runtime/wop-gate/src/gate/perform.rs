@@ -65,6 +65,7 @@ impl Gate {
             let started = Instant::now();
             receipt.performed = true;
             let r = self.bounded(tool.provider.call(call).await);
+            self.breach_if_too_large(site, &r, events);
             let status = if r.is_ok() {
                 ToolStatus::Ok
             } else {
@@ -74,7 +75,30 @@ impl Gate {
             return r;
         }
 
-        // 4. Effects: identity, durable claim, perform, record.
+        // 4. Effects: at most `max_records_per_invocation` per invocation
+        // (claimed or replayed alike, so a retry stops where the first
+        // run stopped), then identity, durable claim, perform, record.
+        let most = self.cfg.max_records_per_invocation;
+        if counters.records >= most {
+            events.push(wop_core::events::Event::CapBreached {
+                kind: "effect-records".to_owned(),
+                limit: u64::from(most),
+                observed: u64::from(most) + 1,
+                node_id: site.context.node_id.clone(),
+            });
+            let r = Err(GateError::new(
+                GateErrorKind::Failed,
+                ErrorCode::EffectRecordsExceeded.as_str(),
+                format!(
+                    "this invocation already made {most} effectful calls, the most one invocation may \
+                     (policy effects.maxRecordsPerInvocation); `{tool_id}` was not performed"
+                ),
+                json!({"limit": most, "toolName": tool_id}),
+            ));
+            events.push(returned(ToolStatus::Error, None, &r, false, None));
+            return r;
+        }
+        counters.records += 1;
         let (effect_id, keying) = match idempotency_key {
             Some(k) => (
                 wop_effects::effects::business_id(&site.context.tenant_id, tool_id, k),
@@ -144,6 +168,7 @@ impl Gate {
                 let outcome = tool.provider.call(call).await;
                 let duration = started.elapsed();
                 let r = self.record(&claimed, outcome, idempotent, resend).await;
+                self.breach_if_too_large(site, &r, events);
                 let status = if r.is_ok() {
                     ToolStatus::Ok
                 } else {
@@ -211,7 +236,7 @@ impl Gate {
         };
         match m
             .meter
-            .charge_tool_call(&m.run_id, &m.node_id, tool_id)
+            .charge_tool_call(&m.tenant_id, &m.run_id, &m.node_id, tool_id)
             .await
         {
             Ok((ev, Ok(()))) => {
@@ -241,6 +266,32 @@ impl Gate {
                 ),
                 json!({"toolName": tool_id}),
             )),
+        }
+    }
+
+    /// The `cap.breached` of a result over the size cap (the call failed
+    /// with `tool_result_too_large`; an effect is recorded with that error,
+    /// so a retry gets the same answer).
+    fn breach_if_too_large(
+        &self,
+        site: &CallSite,
+        r: &Result<Value, GateError>,
+        events: &mut dyn crate::audit::Audit,
+    ) {
+        if let Err(e) = r
+            && e.code == ErrorCode::ToolResultTooLarge.as_str()
+        {
+            let observed = e
+                .details
+                .get("observed")
+                .and_then(Value::as_u64)
+                .unwrap_or(self.cfg.max_result_bytes.saturating_add(1));
+            events.push(wop_core::events::Event::CapBreached {
+                kind: "tool-result-bytes".to_owned(),
+                limit: self.cfg.max_result_bytes,
+                observed,
+                node_id: site.context.node_id.clone(),
+            });
         }
     }
 

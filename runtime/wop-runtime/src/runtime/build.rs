@@ -169,6 +169,7 @@ fn build_gate(config: &RuntimeConfig, me: &InvokerSlot) -> Result<Gate, ConfigEr
                 poll: Duration::from_millis(25),
             },
             max_result_bytes,
+            max_records_per_invocation: e.max_records_per_invocation.unwrap_or(64),
         },
     ))
 }

@@ -6,15 +6,27 @@ use crate::bindings::{node, types};
 use crate::invoke::{Call, ExecParams, Returned, execute};
 use crate::registry::{ComponentPack, PackKind};
 use crate::state::InvocationScope;
+use std::sync::Arc;
 use std::time::Instant;
 use wop_core::admission::{AdmissionInput, Binding, admit};
 use wop_core::budget::RunBounds;
 use wop_core::classify::{Fault, classify};
 use wop_core::error::{ErrorCode, NodeError};
+use wop_core::events::EventSink;
 use wop_core::events::{Event, Transport};
 use wop_core::limits::Limits;
 use wop_core::model::{InvocationReport, InvokeRequest, Outcome, Usage};
 use wop_gate::{CallSite, MeterSite, PackEgress};
+
+/// Two sinks, each receiving every event.
+struct Both(Arc<dyn EventSink>, Arc<dyn EventSink>);
+
+impl EventSink for Both {
+    fn emit(&self, run_id: &str, node_id: &str, event: &Event) {
+        self.0.emit(run_id, node_id, event);
+        self.1.emit(run_id, node_id, event);
+    }
+}
 
 /// What one component invocation runs with, after admission.
 struct ComponentRun {
@@ -66,10 +78,34 @@ impl Runtime {
     /// Runs one node invocation in a fresh sandbox. Never panics on
     /// anything the pack does; every failure is in the report's outcome.
     pub async fn invoke(&self, req: InvokeRequest) -> InvocationReport {
-        self.invoke_at_depth(req, 0).await
+        self.invoke_at_depth(req, 0, self.inner.sink.clone()).await
     }
 
-    pub(crate) async fn invoke_at_depth(&self, req: InvokeRequest, depth: u32) -> InvocationReport {
+    /// Like [`invoke`](Self::invoke), and `sink` receives this invocation's
+    /// events — and only this invocation's — as they happen (then the rest
+    /// when it ends), in the report's order, each once. The runtime's own
+    /// sink ([`RuntimeConfig::event_sink`](crate::RuntimeConfig::event_sink)),
+    /// if any, still receives them too. This is how a service streams one
+    /// caller's invocation to that caller: nothing is routed by run or node
+    /// id, which callers choose and may share.
+    pub async fn invoke_streaming(
+        &self,
+        req: InvokeRequest,
+        sink: Arc<dyn EventSink>,
+    ) -> InvocationReport {
+        let sink: Arc<dyn EventSink> = match &self.inner.sink {
+            Some(global) => Arc::new(Both(sink, global.clone())),
+            None => sink,
+        };
+        self.invoke_at_depth(req, 0, Some(sink)).await
+    }
+
+    pub(crate) async fn invoke_at_depth(
+        &self,
+        req: InvokeRequest,
+        depth: u32,
+        sink: Option<Arc<dyn EventSink>>,
+    ) -> InvocationReport {
         // The pack: a component, or an ABI v1 core module (its own
         // execution path; the same metering, budgets and bounds below).
         let Some(pack) = self.inner.registry.get(&req.type_id) else {
@@ -102,7 +138,8 @@ impl Runtime {
         };
         let ledger = match budget.validate() {
             Err(e) => {
-                return self.report(
+                return report(
+                    &sink,
                     &req,
                     Err(NodeError::runtime(
                         ErrorCode::ValidationError,
@@ -118,6 +155,7 @@ impl Runtime {
                     .inner
                     .meter
                     .open_run(
+                        &req.context.tenant_id,
                         &req.context.run_id,
                         &budget,
                         bounds.run_timeout_ms.is_some(),
@@ -129,7 +167,19 @@ impl Runtime {
                         l
                     }
                     Err(e) => {
-                        return self.report(&req, Err(NodeError::runtime(ErrorCode::InternalError, format!("the run's budget could not be read, so the node did not run: {e}"), Default::default())), events, Usage::default());
+                        return report(
+                            &sink,
+                            &req,
+                            Err(NodeError::runtime(
+                                ErrorCode::InternalError,
+                                format!(
+                                    "the run's budget could not be read, so the node did not run: {e}"
+                                ),
+                                Default::default(),
+                            )),
+                            events,
+                            Usage::default(),
+                        );
                     }
                 }
             }
@@ -147,11 +197,11 @@ impl Runtime {
             Ok(a) => (a.limits, a.binding),
             Err(fault) => {
                 let (outcome, events) = refuse(events, fault);
-                return self.report(&req, outcome, events, Usage::default());
+                return report(&sink, &req, outcome, events, Usage::default());
             }
         };
         // From here on the sink sees events as they happen.
-        let live = self.inner.sink.clone().map(|s| Live::new(s, &req.context));
+        let live = sink.clone().map(|s| Live::new(s, &req.context));
         if let Some(l) = &live {
             l.deliver(&events);
         }
@@ -194,6 +244,7 @@ impl Runtime {
                     // Tool calls are charged to the run only when it has a budget.
                     meter: (!ledger.budget.is_empty()).then(|| MeterSite {
                         meter: self.inner.meter.clone(),
+                        tenant_id: req.context.tenant_id.clone(),
                         run_id: req.context.run_id.clone(),
                         node_id: node_id.clone(),
                     }),
@@ -254,7 +305,7 @@ impl Runtime {
                     usage,
                 }
             }
-            None => self.report(&req, outcome, events, usage),
+            None => report(&sink, &req, outcome, events, usage),
         }
     }
 
@@ -322,24 +373,24 @@ impl Runtime {
         };
         (outcome, events, usage)
     }
+}
 
-    /// Delivers events to the sink and builds the report.
-    fn report(
-        &self,
-        req: &InvokeRequest,
-        outcome: Result<Outcome, NodeError>,
-        events: Vec<Event>,
-        usage: Usage,
-    ) -> InvocationReport {
-        if let Some(sink) = &self.inner.sink {
-            for e in &events {
-                sink.emit(&req.context.run_id, &req.context.node_id, e);
-            }
+/// Delivers events to the sink and builds the report.
+fn report(
+    sink: &Option<Arc<dyn EventSink>>,
+    req: &InvokeRequest,
+    outcome: Result<Outcome, NodeError>,
+    events: Vec<Event>,
+    usage: Usage,
+) -> InvocationReport {
+    if let Some(sink) = sink {
+        for e in &events {
+            sink.emit(&req.context.run_id, &req.context.node_id, e);
         }
-        InvocationReport {
-            outcome,
-            events,
-            usage,
-        }
+    }
+    InvocationReport {
+        outcome,
+        events,
+        usage,
     }
 }

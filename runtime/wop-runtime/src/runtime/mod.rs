@@ -18,7 +18,7 @@ use wop_core::limits::Limits;
 use wop_core::model::{InvocationReport, InvokeRequest, Principal, Usage};
 use wop_core::policy::Policy;
 use wop_effects::effects::{EffectError, EffectState, EffectSummary};
-use wop_effects::{Meter, MeterError};
+use wop_effects::{Meter, MeterError, UsageScope};
 use wop_gate::Gate;
 use wop_gate::pack_tool::NodeInvoker;
 use wop_gate::tools::ToolDescriptor;
@@ -83,7 +83,10 @@ struct Nested(Weak<Inner>);
 impl NodeInvoker for Nested {
     async fn invoke_nested(&self, req: InvokeRequest, depth: u32) -> InvocationReport {
         match self.0.upgrade() {
-            Some(inner) => Runtime { inner }.invoke_at_depth(req, depth).await,
+            Some(inner) => {
+                let sink = inner.sink.clone();
+                Runtime { inner }.invoke_at_depth(req, depth, sink).await
+            }
             None => InvocationReport {
                 outcome: Err(NodeError::runtime(
                     ErrorCode::InternalError,
@@ -126,9 +129,15 @@ impl Runtime {
         self.inner.gate.catalog(principal, tenant)
     }
 
-    /// A run's effects: `{effectId, nodeId, attempt, keying, state, at}`.
-    pub async fn effects(&self, run_id: &str) -> Result<Vec<EffectSummary>, EffectError> {
-        self.inner.gate.effects().list_run(run_id).await
+    /// The effects of `tenant`'s run `run_id`: `{effectId, nodeId,
+    /// attempt, keying, state, at}`. A run id names a run within a tenant
+    /// only: another tenant's run of the same id is not listed.
+    pub async fn effects(
+        &self,
+        tenant: &str,
+        run_id: &str,
+    ) -> Result<Vec<EffectSummary>, EffectError> {
+        self.inner.gate.effects().list_run(tenant, run_id).await
     }
 
     /// Operator resolution of an effect whose outcome is unknown.
@@ -189,27 +198,29 @@ impl Runtime {
         &self.inner.registry
     }
 
-    /// Usage records, optionally of one run and/or one pack (persisted in
-    /// the effect store, so they survive restarts with a durable store).
+    /// Usage records in `scope` (every tenant's runs, one tenant's, or one
+    /// tenant's run), optionally of one pack (persisted in the effect
+    /// store, so they survive restarts with a durable store).
     pub async fn usage(
         &self,
-        run: Option<&str>,
+        scope: UsageScope<'_>,
         pack: Option<&str>,
     ) -> Result<Vec<Usage>, MeterError> {
-        self.inner.meter.usage(run, pack).await
+        self.inner.meter.usage(scope, pack).await
     }
 
-    /// Roll-ups per run and per pack (`pack@version`).
+    /// Roll-ups per run and per pack (`pack@version`) in `scope` (see
+    /// [`Meter::rollup`](crate::metering::Meter::rollup) for the keys).
     pub async fn usage_rollup(
         &self,
-        run: Option<&str>,
+        scope: UsageScope<'_>,
         pack: Option<&str>,
     ) -> Result<(BTreeMap<String, Rollup>, BTreeMap<String, Rollup>), MeterError> {
-        self.inner.meter.rollup(run, pack).await
+        self.inner.meter.rollup(scope, pack).await
     }
 
-    /// A run's budget ledger, if the run has started.
-    pub async fn ledger(&self, run: &str) -> Result<Option<Ledger>, MeterError> {
-        self.inner.meter.ledger(run).await
+    /// The budget ledger of `tenant`'s run `run`, if the run has started.
+    pub async fn ledger(&self, tenant: &str, run: &str) -> Result<Option<Ledger>, MeterError> {
+        self.inner.meter.ledger(tenant, run).await
     }
 }

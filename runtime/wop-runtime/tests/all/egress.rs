@@ -1169,7 +1169,7 @@ async fn a_post_is_claimed_once_and_sent_with_the_effect_id() {
         "the effect id is the Idempotency-Key"
     );
     assert_eq!(s.requests()[0].body, "{\"amount\":5}");
-    let effects = rt.effects("run-pay").await.unwrap();
+    let effects = rt.effects("acme", "run-pay").await.unwrap();
     assert_eq!(effects.len(), 1);
     assert_eq!(effects[0].effect_id, id1);
 }

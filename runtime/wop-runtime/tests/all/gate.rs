@@ -199,7 +199,7 @@ async fn sixteen_concurrent_duplicates_perform_once() {
     }
     assert!(ok >= 1);
     assert_eq!(server.count(), 1);
-    let effects = wop.effects("run-2").await.unwrap();
+    let effects = wop.effects("acme", "run-2").await.unwrap();
     assert_eq!(effects.len(), 1, "none lost, none duplicated");
     assert_eq!(effects[0].state, EffectState::Completed);
     assert_eq!(
@@ -506,7 +506,7 @@ async fn a_silent_provider_is_never_refired_unless_idempotent() {
         e.message.contains("wop effects resolve"),
         "says what to do: {e}"
     );
-    let list = wop.effects("run-u").await.unwrap();
+    let list = wop.effects("acme", "run-u").await.unwrap();
     assert_eq!(list[0].state, EffectState::Escaped);
 
     // The operator checked the provider: it did not happen. Released → the

@@ -4,7 +4,7 @@ use super::*;
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use wop_runtime::metering::{RunBounds, RunBudget};
+use wop_runtime::metering::{RunBounds, RunBudget, UsageScope};
 use wop_runtime::store::{KvStore, SledStore};
 use wop_runtime::tools::{
     RegisteredTool, SafetyTier, ToolCall, ToolDescriptor, ToolFailure, ToolProvider, ToolSource,
@@ -131,11 +131,14 @@ async fn breakdown_adds_up_and_rollups_survive_a_restart() {
     let expected = 2.0 * u.fuel_consumed as f64 / 1e6 + 3.0 * 0.5 + 0.01;
     assert!((u.cost - expected).abs() < 1e-9, "{} vs {expected}", u.cost);
 
+    // The same tenant's run: a run id names a run within a tenant.
     let mut h = InvokeRequest::new("wop.samples.hello", json!({}));
     h.context.run_id = "run-u".into();
+    h.context.tenant_id = "t".into();
     let h = wop.invoke(h).await;
     let mut other = InvokeRequest::new("wop.samples.hello", json!({}));
     other.context.run_id = "run-v".into();
+    other.context.tenant_id = "t".into();
     let other = wop.invoke(other).await;
 
     let check =
@@ -153,7 +156,10 @@ async fn breakdown_adds_up_and_rollups_survive_a_restart() {
                 h.usage.fuel_consumed + other.usage.fuel_consumed
             );
         };
-    let (by_run, by_pack) = wop.usage_rollup(None, None).await.unwrap();
+    let (by_run, by_pack) = wop
+        .usage_rollup(UsageScope::Tenant("t"), None)
+        .await
+        .unwrap();
     check(&by_run, &by_pack);
     drop(wop);
     drop(sled);
@@ -163,13 +169,19 @@ async fn breakdown_adds_up_and_rollups_survive_a_restart() {
         Some(Arc::new(SledStore::open(dir.path()).unwrap())),
         None,
     );
-    let (by_run, by_pack) = again.usage_rollup(None, None).await.unwrap();
-    check(&by_run, &by_pack);
-    let (only, _) = again
-        .usage_rollup(Some("run-v"), Some("hello"))
+    let (by_run, by_pack) = again
+        .usage_rollup(UsageScope::Tenant("t"), None)
         .await
         .unwrap();
+    check(&by_run, &by_pack);
+    let run_v = UsageScope::Run {
+        tenant: "t",
+        run: "run-v",
+    };
+    let (only, _) = again.usage_rollup(run_v, Some("hello")).await.unwrap();
     assert_eq!(only.len(), 1);
+    let (all, _) = again.usage_rollup(UsageScope::All, None).await.unwrap();
+    assert!(all.contains_key("t/run-u"), "{all:?}");
 }
 
 #[tokio::test]
@@ -526,7 +538,11 @@ async fn core_module_packs_share_budgets_usage_and_run_bounds() {
     req.context.run_id = "run-abi".into();
     let ok = wop.invoke(req.clone()).await;
     assert!(ok.outcome.is_ok(), "{:?}", ok.outcome);
-    let (by_run, by_pack) = wop.usage_rollup(Some("run-abi"), None).await.unwrap();
+    let run_abi = UsageScope::Run {
+        tenant: "default",
+        run: "run-abi",
+    };
+    let (by_run, by_pack) = wop.usage_rollup(run_abi, None).await.unwrap();
     assert_eq!(by_run["run-abi"].invocations, 1);
     assert_eq!(by_pack["hello-abi@0.1.0"].fuel, ok.usage.fuel_consumed);
 

@@ -48,7 +48,7 @@ fn spawn(policy: &str, packs: &std::path::Path, store: &str, dir: &std::path::Pa
 
 fn policy(tools: &str) -> String {
     format!(
-        "{tools}\n[packs.tool-call]\ncapabilities = [\"log\", \"tools\"]\ntools = [\"crm:*\"]\n\n[effects]\nleaseMs = 400\n"
+        "{tools}\n[packs.tool-call]\ncapabilities = [\"log\", \"tools\"]\ntools = [\"crm:*\"]\n\n[limits]\nwallClockMs = 3000\n[effects]\nleaseMs = 4000\n"
     )
 }
 
@@ -209,7 +209,7 @@ async fn a_process_killed_between_claim_and_completion() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     drop(a); // SIGKILL between claim and completion
-    tokio::time::sleep(Duration::from_millis(600)).await; // past the lease
+    tokio::time::sleep(Duration::from_millis(4100)).await; // past the lease
 
     // The non-idempotent charge is not re-fired: its outcome is unknown.
     let v = invoke_final(b.addr, &charge).await;
