@@ -17,6 +17,8 @@ pub enum Mode {
     Ok,
     /// Read the request, then never answer (a provider that hangs).
     Hang,
+    /// As `Ok`, after this many milliseconds (a slow provider).
+    Slow(u64),
     /// Answer with this status and body.
     Status(u16, String),
     /// Write these bytes verbatim as the whole response, then close
@@ -90,8 +92,11 @@ impl Server {
                         g.push(req.clone());
                         g.len()
                     };
+                    if let Mode::Slow(ms) = mode {
+                        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                    }
                     let (status, body) = match mode {
-                        Mode::Ok => {
+                        Mode::Ok | Mode::Slow(_) => {
                             let echo: serde_json::Value =
                                 serde_json::from_str(&req.body).unwrap_or(serde_json::Value::Null);
                             (

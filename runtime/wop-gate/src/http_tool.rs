@@ -6,6 +6,7 @@
 
 use crate::tools::{ToolCall, ToolFailure, ToolProvider};
 use serde_json::Value;
+use wop_core::error::ErrorCode;
 
 /// One operator HTTP tool.
 pub struct HttpTool {
@@ -86,14 +87,25 @@ impl ToolProvider for HttpTool {
             }
         };
         let status = resp.status();
-        let bytes = read_capped(resp, self.max_response_bytes)
-            .await
-            .map_err(|m| {
-                ToolFailure::unknown(
-                    "upstream_unavailable",
-                    format!("tool `{}`: {m}", call.tool_id),
-                )
-            })?;
+        let cap = self.max_response_bytes;
+        let bytes = read_capped(resp, cap).await.map_err(|e| match e {
+            // The tool answered (its status is known): a definite outcome,
+            // recorded as this error, so a retry gets the same answer
+            // instead of an unknown outcome.
+            Read::TooLarge => ToolFailure::answered(
+                ErrorCode::ToolResultTooLarge.as_str(),
+                format!(
+                    "tool `{}` answered HTTP {} with more than {cap} bytes (egress.maxResponseBytes)",
+                    call.tool_id,
+                    status.as_u16()
+                ),
+                Some(serde_json::json!({"status": status.as_u16(), "limit": cap, "observed": cap.saturating_add(1)})),
+            ),
+            Read::Failed(m) => ToolFailure::unknown(
+                "upstream_unavailable",
+                format!("tool `{}`: {m}", call.tool_id),
+            ),
+        })?;
         let parsed: Result<Value, _> = serde_json::from_slice(&bytes);
         if status.is_success() {
             return parsed.map_err(|e| {
@@ -117,18 +129,26 @@ impl ToolProvider for HttpTool {
     }
 }
 
-async fn read_capped(mut resp: reqwest::Response, cap: u64) -> Result<Vec<u8>, String> {
+/// Why a reply body was not read whole.
+enum Read {
+    /// Longer than the cap.
+    TooLarge,
+    /// The connection failed mid-body.
+    Failed(String),
+}
+
+async fn read_capped(mut resp: reqwest::Response, cap: u64) -> Result<Vec<u8>, Read> {
     let mut out = Vec::new();
     loop {
         match resp.chunk().await {
             Ok(Some(c)) => {
                 if (out.len() + c.len()) as u64 > cap {
-                    return Err(format!("the reply exceeds {cap} bytes"));
+                    return Err(Read::TooLarge);
                 }
                 out.extend_from_slice(&c);
             }
             Ok(None) => return Ok(out),
-            Err(e) => return Err(format!("reading the reply failed: {e}")),
+            Err(e) => return Err(Read::Failed(format!("reading the reply failed: {e}"))),
         }
     }
 }

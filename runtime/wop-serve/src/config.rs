@@ -11,6 +11,7 @@
 //! bodyTimeoutMs = 30000       # time to receive the body → 408
 //! writeTimeoutMs = 10000      # a client that reads nothing for this long is dropped
 //! sseQueueBytes = 1048576     # events queued for one text/event-stream client
+//! sendBufferBytes = 0         # SO_SNDBUF of client connections (0: the OS's autotuning)
 //! drainTimeoutMs = 30000      # SIGTERM: how long in-flight requests may finish
 //! retryAfterSecs = 1          # `Retry-After` on 503
 //! anonymousLoopback = false   # serve without a token (loopback listen only)
@@ -69,6 +70,11 @@ pub struct ServeConfig {
     /// is dropped as too slow (the final outcome frame is always queued).
     /// Default 1 MiB.
     pub sse_queue_bytes: usize,
+    /// The kernel send buffer of each client connection (`SO_SNDBUF`; Linux
+    /// doubles it). 0 keeps the OS's autotuning (up to
+    /// `net.ipv4.tcp_wmem`'s maximum per connection). Bounds the kernel
+    /// memory a client that stops reading can hold. Default 0.
+    pub send_buffer_bytes: usize,
     /// On shutdown, how long in-flight requests may finish, ms. Default 30 000.
     pub drain_timeout_ms: u64,
     /// `Retry-After` seconds on `503`. Default 1.
@@ -97,6 +103,7 @@ impl Default for ServeConfig {
             body_timeout_ms: 30_000,
             write_timeout_ms: 10_000,
             sse_queue_bytes: 1 << 20,
+            send_buffer_bytes: 0,
             drain_timeout_ms: 30_000,
             retry_after_secs: 1,
             anonymous_loopback: false,

@@ -421,6 +421,10 @@ impl Server {
                         }
                     };
                     let _ = stream.set_nodelay(true);
+                    if state.cfg.send_buffer_bytes > 0 {
+                        let _ = socket2::SockRef::from(&stream)
+                            .set_send_buffer_size(state.cfg.send_buffer_bytes);
+                    }
                     // One permit per open connection, released when the
                     // connection task ends (client close, idle/header
                     // timeout, error or drain).

@@ -64,30 +64,33 @@ pub fn open(spec: &str) -> Result<std::sync::Arc<dyn KvStore>, StoreError> {
         ));
     }
     let store = std::sync::Arc::new(SledStore::open(std::path::Path::new(spec))?);
-    upgrade_blocking(&*store)?;
+    on_helper_thread("the key layout upgrade", || async {
+        crate::keyspace::upgrade(&*store).await.map(|_| ())
+    })?;
     Ok(store)
 }
 
-/// [`crate::keyspace::upgrade`] on a helper thread with its own runtime (so
-/// [`open`] works with or without a running tokio runtime).
-fn upgrade_blocking(store: &dyn KvStore) -> Result<(), StoreError> {
+/// Runs `work` to completion on a helper thread with a runtime of its own,
+/// so that opening a store works with or without a running tokio runtime
+/// (and never blocks the caller's). `what` names it in errors.
+pub(crate) fn on_helper_thread<F, Fut>(what: &str, work: F) -> Result<(), StoreError>
+where
+    F: FnOnce() -> Fut + Send,
+    Fut: std::future::Future<Output = Result<(), StoreError>>,
+{
     let done = std::thread::scope(|s| {
         s.spawn(|| {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .map_err(|e| {
-                    StoreError::Unavailable(format!("cannot start a runtime to upgrade: {e}"))
+                    StoreError::Unavailable(format!("cannot start a runtime for {what}: {e}"))
                 })?;
-            rt.block_on(crate::keyspace::upgrade(store)).map(|_| ())
+            rt.block_on(work())
         })
         .join()
     });
-    done.unwrap_or_else(|_| {
-        Err(StoreError::Unavailable(
-            "the key layout upgrade did not complete".to_owned(),
-        ))
-    })
+    done.unwrap_or_else(|_| Err(StoreError::Unavailable(format!("{what} did not complete"))))
 }
 
 /// Why a store operation failed.

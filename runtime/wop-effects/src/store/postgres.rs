@@ -317,32 +317,13 @@ impl PostgresStore {
     /// lazily on the caller's runtime.
     pub(crate) fn connect_blocking(url: &str) -> Result<PostgresStore, StoreError> {
         let parsed = parse(url, PostgresOptions::default())?;
-        let display = parsed.display.clone();
-        let migrated = std::thread::scope(|s| {
-            s.spawn(|| {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| {
-                        StoreError::Unavailable(format!("cannot start a runtime to migrate: {e}"))
-                    })?;
-                rt.block_on(async {
-                    migrate(&parsed).await?;
-                    // On this thread's own pool, dropped with it.
-                    let store = Self::from_parsed(&parsed)?;
-                    crate::keyspace::upgrade(&store).await.map(|_| ())
-                })
-            })
-            .join()
-        });
-        match migrated {
-            Ok(r) => r?,
-            Err(_) => {
-                return Err(StoreError::Unavailable(format!(
-                    "the migration of PostgreSQL store {display} did not complete"
-                )));
-            }
-        }
+        let what = format!("the migration of PostgreSQL store {}", parsed.display);
+        super::on_helper_thread(&what, || async {
+            migrate(&parsed).await?;
+            // On this thread's own pool, dropped with it.
+            let store = Self::from_parsed(&parsed)?;
+            crate::keyspace::upgrade(&store).await.map(|_| ())
+        })?;
         Self::from_parsed(&parsed)
     }
 

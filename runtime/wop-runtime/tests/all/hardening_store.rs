@@ -170,3 +170,93 @@ async fn persisted_usage_is_bounded_and_opening_reads_no_history() {
         "read {read} bytes of a {history}-byte history"
     );
 }
+
+/// Issue 19, item 8: one invocation calling a write tool that answers
+/// 300 KB, 40 times, grows the effect store by at most
+/// `maxRecordsPerInvocation` records of at most `maxResultBytes` each: the
+/// 9th effectful call is refused before it is sent, with its own code and
+/// `cap.breached effect-records`; a result over `maxResultBytes` is refused
+/// to the pack, recorded as that error, and breaches `tool-result-bytes`.
+async fn effect_records_are_bounded(store: Arc<dyn KvStore>) {
+    const RECORDS: u64 = 8;
+    const RESULT_CAP: u64 = 800 << 10;
+    let big = format!("{{\"blob\":\"{}\"}}", "x".repeat(300 << 10));
+    let server = wop_testkit::Server::start(wop_testkit::Mode::Status(200, big)).await;
+    let policy = format!(
+        "[[tools]]\nid = \"crm:write\"\nurl = \"{}\"\nsafetyTier = \"write\"\n\
+         [packs.tool-call]\ncapabilities = [\"tools\"]\ntools = [\"crm:*\"]\n\
+         [effects]\nmaxRecordsPerInvocation = {RECORDS}\nmaxResultBytes = {RESULT_CAP}\n",
+        server.url("/w")
+    );
+    let rt = runtime_on(store.clone(), &policy);
+    load(&rt, "tool-call").await;
+    let before = live_bytes(&*store).await;
+    let r = rt
+        .invoke(InvokeRequest::new(
+            "wop.samples.tool-call",
+            json!({"tool": "crm:write", "repeat": 40}),
+        ))
+        .await;
+    let e = r.outcome.as_ref().unwrap_err();
+    assert_eq!(e.code, "effect_records_exceeded", "{e}");
+    assert!(e.message.contains("maxRecordsPerInvocation"), "{e}");
+    assert!(breaches(&r).contains(&"effect-records".to_owned()));
+    assert_eq!(
+        server.count() as u64,
+        RECORDS,
+        "the 9th call was never sent"
+    );
+    let grew = live_bytes(&*store).await - before;
+    // The documented bound: records × (result cap + 2 KiB of record), plus
+    // the usage record and roll-ups (8 KiB).
+    let bound = RECORDS * (RESULT_CAP + 2048) + (8 << 10);
+    assert!(
+        grew <= bound,
+        "the store grew by {grew} bytes (bound {bound})"
+    );
+
+    // Over the result cap: refused to the pack, recorded as that error.
+    let huge = format!("{{\"blob\":\"{}\"}}", "y".repeat(900 << 10));
+    let server = wop_testkit::Server::start(wop_testkit::Mode::Status(200, huge)).await;
+    let policy = format!(
+        "[[tools]]\nid = \"crm:write\"\nurl = \"{}\"\nsafetyTier = \"write\"\n\
+         [packs.tool-call]\ncapabilities = [\"tools\"]\ntools = [\"crm:*\"]\n\
+         [effects]\nmaxResultBytes = {RESULT_CAP}\n",
+        server.url("/w")
+    );
+    let rt = runtime_on(store.clone(), &policy);
+    load(&rt, "tool-call").await;
+    let mut req = InvokeRequest::new("wop.samples.tool-call", json!({"tool": "crm:write"}));
+    req.context.run_id = "too-large".into();
+    let r = rt.invoke(req.clone()).await;
+    assert_eq!(
+        r.outcome.as_ref().unwrap_err().code,
+        "tool_result_too_large"
+    );
+    assert!(breaches(&r).contains(&"tool-result-bytes".to_owned()));
+    let r = rt.invoke(req).await;
+    assert_eq!(
+        r.outcome.as_ref().unwrap_err().code,
+        "tool_result_too_large"
+    );
+    assert!(breaches(&r).is_empty(), "a replay breaches nothing new");
+    assert_eq!(server.count(), 1, "performed once, its error replayed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn effect_records_per_invocation_are_bounded_on_sled() {
+    let tmp = tempfile::tempdir().unwrap();
+    effect_records_are_bounded(Arc::new(SledStore::open(&tmp.path().join("fx")).unwrap())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn effect_records_per_invocation_are_bounded_on_postgres() {
+    let Some(url) = wop_runtime::store::conformance::postgres_test_url("effect_records_bounded")
+    else {
+        return;
+    };
+    let store = wop_runtime::store::PostgresStore::connect(&url)
+        .await
+        .unwrap();
+    effect_records_are_bounded(Arc::new(store)).await;
+}

@@ -3,14 +3,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod abuse;
+mod backpressure;
 mod cluster;
 mod guard;
+mod idempotency;
 mod invoke;
 mod mcp;
 mod process;
 mod python;
 mod rmcp_client;
 mod stream;
+mod tenants;
 
 use serde_json::Value;
 use std::net::SocketAddr;
@@ -70,12 +73,23 @@ impl Running {
     }
 }
 
-/// Starts a server on an ephemeral loopback port.
+/// Starts a server on an ephemeral loopback port (in-memory store).
 pub async fn start(policy: &str, cfg: &str, pack_names: &[&str]) -> Running {
+    start_on(policy, cfg, pack_names, wop_serve::StoreChoice::Memory).await
+}
+
+/// Starts a server on an ephemeral loopback port with `store`.
+pub async fn start_on(
+    policy: &str,
+    cfg: &str,
+    pack_names: &[&str],
+    store: wop_serve::StoreChoice,
+) -> Running {
     let dir = packs(pack_names);
     let mut opts = ServeOptions::new("127.0.0.1:0".parse().unwrap());
     opts.policy(wop_runtime::Policy::from_toml(policy).unwrap())
         .packs_dir(dir.path())
+        .store(store)
         .config(ServeConfig::from_toml(cfg).unwrap());
     let server = Server::bind(opts).await.unwrap();
     let addr = server.local_addr().unwrap();
@@ -276,4 +290,16 @@ pub async fn post_json(addr: SocketAddr, path: &str, token: &str, body: &Value) 
 /// The path of the built packs (for the binary test).
 pub fn pack_path(name: &str) -> PathBuf {
     wop_test_packs::pack_dir(name)
+}
+
+/// The `(event, data)` frames of a `text/event-stream` body.
+pub fn sse_frames(body: &[u8]) -> Vec<(String, Value)> {
+    let text = String::from_utf8_lossy(body);
+    text.split("\n\n")
+        .filter_map(|f| {
+            let event = f.lines().find_map(|l| l.strip_prefix("event: "))?;
+            let data = f.lines().find_map(|l| l.strip_prefix("data: "))?;
+            Some((event.to_owned(), serde_json::from_str(data).ok()?))
+        })
+        .collect()
 }

@@ -6,6 +6,8 @@
 //! details. Input `{"list": true}` → `{"tools": [<ToolDescriptor>, ...]}`,
 //! the tools this invocation may call. `"repeat": n` calls the tool `n` times
 //! in a loop (a minimal agent loop) and returns `{"tool", "results": [...]}`.
+//! `"then": {"tool": ..., "arguments": ...}` makes a second call after the
+//! first (say, write then read back) and adds its result as `"then"`.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -33,6 +35,17 @@ struct Inputs {
     /// Call the tool this many times in a loop (default: once).
     #[serde(default)]
     repeat: Option<u32>,
+    /// A second call, made after the first.
+    #[serde(default)]
+    then: Option<Step>,
+}
+
+/// One more tool call.
+#[derive(Deserialize)]
+struct Step {
+    tool: String,
+    #[serde(default)]
+    arguments: Option<Value>,
 }
 
 impl Pack for ToolCall {
@@ -66,7 +79,12 @@ impl Pack for ToolCall {
         let result = ctx
             .tools()
             .call(&tool, &arguments, inputs.idempotency_key.as_deref())?;
-        Outcome::completed(json!({ "tool": tool, "result": result }))
+        let Some(then) = inputs.then else {
+            return Outcome::completed(json!({ "tool": tool, "result": result }));
+        };
+        let args = then.arguments.unwrap_or_else(|| json!({}));
+        let second = ctx.tools().call(&then.tool, &args, None)?;
+        Outcome::completed(json!({ "tool": tool, "result": result, "then": second }))
     }
 }
 
