@@ -6,10 +6,10 @@
 
 use super::*;
 use serde_json::json;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use wop_effects::store::conformance::postgres_test_url;
-use wop_testkit::{ChildGuard, Mode, Server as Upstream, spawn_serve};
+use wop_testkit::{Mode, Server as Upstream};
 
 const JSON: (&str, &str) = ("Content-Type", "application/json");
 
@@ -73,35 +73,7 @@ async fn a_duplicate_while_the_first_runs_is_409_with_retry_after_on_sled() {
     s.stop().await;
 }
 
-fn spawn(
-    bin: &str,
-    policy: &str,
-    cfg: &str,
-    packs: &std::path::Path,
-    store: &str,
-    dir: &std::path::Path,
-) -> (ChildGuard, SocketAddr) {
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let (pp, cp) = (
-        dir.join(format!("policy-{n}.toml")),
-        dir.join(format!("serve-{n}.toml")),
-    );
-    std::fs::write(&pp, policy).unwrap();
-    std::fs::write(&cp, cfg).unwrap();
-    let mut cmd = Command::new(bin);
-    cmd.arg("--policy")
-        .arg(&pp)
-        .arg("--config")
-        .arg(&cp)
-        .arg("--packs")
-        .arg(packs)
-        .args(["--listen", "127.0.0.1:0", "--store", store])
-        .arg("--anonymous-loopback")
-        .stderr(Stdio::null());
-    let (child, addr, _) = spawn_serve(&mut cmd).expect("wop-serve did not start");
-    (child, addr)
-}
+use super::spawn_process as spawn;
 
 const SERVE: &str = env!("CARGO_BIN_EXE_wop-serve");
 

@@ -303,3 +303,36 @@ pub fn sse_frames(body: &[u8]) -> Vec<(String, Value)> {
         })
         .collect()
 }
+
+/// A `wop-serve` process (`bin`) with `policy` and `serve.toml` text `cfg`
+/// written under `dir`, the packs in `packs`, on `store`, anonymous on
+/// loopback too; killed when the guard drops.
+pub fn spawn_process(
+    bin: &str,
+    policy: &str,
+    cfg: &str,
+    packs: &std::path::Path,
+    store: &str,
+    dir: &std::path::Path,
+) -> (wop_testkit::ChildGuard, SocketAddr) {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let (pp, cp) = (
+        dir.join(format!("policy-{n}.toml")),
+        dir.join(format!("serve-{n}.toml")),
+    );
+    std::fs::write(&pp, policy).unwrap();
+    std::fs::write(&cp, cfg).unwrap();
+    let mut cmd = std::process::Command::new(bin);
+    cmd.arg("--policy")
+        .arg(&pp)
+        .arg("--config")
+        .arg(&cp)
+        .arg("--packs")
+        .arg(packs)
+        .args(["--listen", "127.0.0.1:0", "--store", store])
+        .arg("--anonymous-loopback")
+        .stderr(std::process::Stdio::null());
+    let (child, addr, _) = wop_testkit::spawn_serve(&mut cmd).expect("wop-serve did not start");
+    (child, addr)
+}

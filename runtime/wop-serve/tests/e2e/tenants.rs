@@ -178,3 +178,74 @@ async fn two_tenants_with_identical_ids_share_nothing() {
     assert!(again.json()["output"].to_string().contains("Acme"));
     s.stop().await;
 }
+
+/// The same across processes on one PostgreSQL: acme calls one process,
+/// globex another, both under run `shared` at once. Each tenant's budget
+/// holds on its own across processes, each reads its own usage and
+/// effects, and neither replays the other's answer for the same key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_tenants_on_a_postgres_cluster_share_nothing() {
+    let Some(url) = wop_effects::store::conformance::postgres_test_url("serve_tenants_cluster")
+    else {
+        return;
+    };
+    let upstream = Upstream::start_detached(Mode::Ok);
+    let dir = tempfile::tempdir().unwrap();
+    let packs = packs(&["tool-call", "hello"]);
+    let (p, cfg) = (policy(&upstream), serve_toml(""));
+    let bin = env!("CARGO_BIN_EXE_wop-serve");
+    let procs: Vec<_> = (0..2)
+        .map(|_| spawn_process(bin, &p, &cfg, packs.path(), &url, dir.path()))
+        .collect();
+    // acme: budget 2 tool calls; globex: 6. Eight writes each, on both
+    // processes, all at once, in each tenant's run `shared`.
+    let mut tasks = tokio::task::JoinSet::new();
+    for (token, budget) in [(TOKEN, 2), (OTHER_TOKEN, 6)] {
+        for i in 0..8 {
+            let addr = procs[i % 2].1;
+            tasks.spawn(async move {
+                let body = json!({"typeId": "wop.samples.tool-call",
+                                  "inputs": {"tool": "crm:write", "arguments": {"i": i}},
+                                  "nodeContext": {"runId": "shared", "nodeId": format!("n{i}"), "attempt": 1},
+                                  "budget": {"maxToolCalls": budget}});
+                let v = invoke(addr, token, body, &[]).await.json();
+                (token, v["outcome"] == "completed")
+            });
+        }
+    }
+    let mut done = std::collections::BTreeMap::new();
+    for (token, ok) in tasks.join_all().await {
+        *done.entry(token).or_insert(0) += u64::from(ok);
+    }
+    assert_eq!(done[TOKEN], 2, "acme's budget");
+    assert_eq!(done[OTHER_TOKEN], 6, "globex's budget");
+    assert_eq!(upstream.count(), 8);
+    for (token, tenant, n) in [(TOKEN, "acme", 2), (OTHER_TOKEN, "globex", 6)] {
+        for (_, addr) in &procs {
+            let u = get(*addr, token, "/host/wop/usage?run=shared").await.json();
+            assert_eq!(u["runs"]["shared"]["invocations"], 8, "{tenant}: {u}");
+            // Its 8 claims; those the budget refused were released.
+            let l = get(*addr, token, "/runs/shared/effects").await.json();
+            let list = l["effects"].as_array().unwrap();
+            assert_eq!(list.len(), 8, "{tenant}: {l}");
+            let completed = list.iter().filter(|e| e["state"] == "completed").count();
+            assert_eq!(completed, n, "{tenant}: {l}");
+        }
+    }
+    // One key, one run id, both tenants, two processes (a fresh run:
+    // acme's `shared` has spent its budget).
+    let hello = |name: &str| {
+        json!({"typeId": "wop.samples.hello", "inputs": {"name": name},
+               "nodeContext": {"runId": "idem", "nodeId": "greet", "attempt": 1}})
+    };
+    let key = [("Idempotency-Key", "k")];
+    let (a, g) = tokio::join!(
+        invoke(procs[0].1, TOKEN, hello("Acme"), &key),
+        invoke(procs[1].1, OTHER_TOKEN, hello("Globex"), &key),
+    );
+    assert!(a.json()["output"].to_string().contains("Acme"));
+    assert!(g.json()["output"].to_string().contains("Globex"));
+    let a2 = invoke(procs[1].1, TOKEN, hello("Acme"), &key).await;
+    assert_eq!(a2.header("idempotent-replayed"), Some("true"));
+    assert!(a2.json()["output"].to_string().contains("Acme"));
+}
