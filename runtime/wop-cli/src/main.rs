@@ -3,10 +3,19 @@
 //! This file is the command line (clap) and the dispatch; each command lives
 //! in `cmd/<command>.rs`, shared pieces in `common.rs` and `output.rs`.
 
+/// `println!` for this binary (shadows the prelude's in every module below):
+/// a closed stdout (`wop run … | head -1`) ends the process quietly with
+/// exit code 141, as SIGPIPE would, instead of a panic.
+macro_rules! println {
+    () => { $crate::stdout::write(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::stdout::write(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
 mod cmd;
 mod common;
 mod output;
 mod progress;
+mod stdout;
 
 use clap::{Parser, Subcommand};
 use cmd::*;

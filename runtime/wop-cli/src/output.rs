@@ -22,7 +22,7 @@ pub(crate) fn print_report(r: &InvocationReport) {
     }
     print_events(&r.events, "");
     let u = &r.usage;
-    println!("usage");
+    println!("usage (run {}, node {})", u.run_id, u.node_id);
     println!(
         "  fuel {} / {}   wall {:.2} ms (instantiate {:.2} ms)   peak memory {} / {}",
         u.fuel_consumed,
@@ -61,8 +61,11 @@ pub(crate) fn print_events(events: &[Event], indent: &str) {
                 level,
                 message,
                 stream,
-                ..
-            } => println!("{indent}  log.appended  [{level:?} {stream:?}] {message}"),
+                fields,
+            } => match fields {
+                Some(f) => println!("{indent}  log.appended  [{level:?} {stream:?}] {message} {f}"),
+                None => println!("{indent}  log.appended  [{level:?} {stream:?}] {message}"),
+            },
             Event::CapBreached {
                 kind,
                 limit,

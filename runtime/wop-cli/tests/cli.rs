@@ -336,7 +336,7 @@ fn crash_mid_effect(
     }
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500)); // past the lease
+    std::thread::sleep(std::time::Duration::from_millis(1600)); // past the 1500 ms lease
     (server, tmp, policy, store)
 }
 
@@ -525,4 +525,91 @@ fn inspect_does_not_take_the_store_lock() {
     ]);
     assert_ne!(o.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&o.stderr).contains("locked"));
+}
+
+/// `wop run … | head -1`: a reader that closes stdout ends wop quietly
+/// (exit 141, as SIGPIPE would), never with a panic. The read end is
+/// closed before wop writes anything, so every write meets the closed pipe.
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let data = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wop"))
+        .args(["run", &pack("hello"), "wop.samples.hello", "--no-cache"])
+        .env("WOP_DATA_DIR", data.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(o.status.code(), Some(141), "{stderr}");
+}
+
+/// A node type the pack does not have: a usage error naming the ones it has.
+#[test]
+fn an_unknown_type_lists_the_packs_types() {
+    let o = wop(&["run", &pack("transform"), "wop.samples.nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("has no node type `wop.samples.nope`")
+            && err.contains("wop.samples.transform"),
+        "{err}"
+    );
+    assert!(!err.contains("load its pack first"), "{err}");
+}
+
+/// Without --run-id each `wop run` is a run of its own: a write tool is
+/// performed again (and a run timeout does not carry over); with the same
+/// --run-id it replays.
+#[test]
+fn each_run_without_a_run_id_is_a_new_run() {
+    let server = wop_testkit::Server::start_detached(wop_testkit::Mode::Ok);
+    let tmp = tempfile::tempdir().unwrap();
+    let policy = tool_policy(tmp.path(), &server.url("/charge"), "");
+    let store = tmp.path().join("effects").display().to_string();
+    let pack_dir = pack("tool-call");
+    let args = |run: Option<&'static str>| {
+        let mut v: Vec<String> = [
+            "run",
+            &pack_dir,
+            "wop.samples.tool-call",
+            "--policy",
+            &policy,
+            "--store",
+            &store,
+            "--scopes",
+            "payments.write",
+            "--input",
+            r#"{"tool":"payments:charge","arguments":{"amount":5}}"#,
+            "--run-timeout-ms",
+            "60000",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        if let Some(r) = run {
+            v.extend(["--run-id".to_owned(), r.to_owned()]);
+        }
+        v
+    };
+    for run in [None, None, Some("named"), Some("named")] {
+        let a = args(run);
+        let o = wop(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains("usage (run run-") || run.is_some(), "{out}");
+    }
+    assert_eq!(
+        server.count(),
+        3,
+        "two unnamed runs, one named run replayed"
+    );
 }

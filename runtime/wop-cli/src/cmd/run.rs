@@ -1,6 +1,6 @@
 //! `wop run`: run one node of a pack and print its outcome, events and usage.
 
-use crate::common::{Common, Failure, exit, json_arg, rejected, runtime};
+use crate::common::{Common, Failure, exit, json_arg, rejected, runtime, usage};
 use crate::output;
 use clap::Args;
 use std::path::PathBuf;
@@ -22,8 +22,12 @@ pub(crate) struct RunArgs {
     /// Resume value after a suspended outcome: JSON or @file.
     #[arg(long)]
     pub(crate) resume: Option<String>,
-    #[arg(long, default_value = "run-local")]
-    pub(crate) run_id: String,
+    /// The run this invocation belongs to. Default: a new run each time
+    /// (`run-<ms>-<pid>`, printed), so a second `wop run` performs its
+    /// effects again. Name a run to continue it: its effects replay, its
+    /// budget and run timeout carry over.
+    #[arg(long)]
+    pub(crate) run_id: Option<String>,
     #[arg(long, default_value = "node-1")]
     pub(crate) node_id: String,
     #[arg(long, default_value = "default")]
@@ -96,16 +100,32 @@ pub(crate) async fn run(a: RunArgs) -> Result<u8, Failure> {
         .map(|r| json_arg("resume", r))
         .transpose()?;
     let rt = runtime(&a.common)?;
-    if let Err(e) = crate::progress::compiling(&a.pack_dir, rt.load_pack(&a.pack_dir)).await {
-        return Err(rejected(&a.pack_dir, &e, a.common.json));
+    let pack = match crate::progress::compiling(&a.pack_dir, rt.load_pack(&a.pack_dir)).await {
+        Ok(p) => p,
+        Err(e) => return Err(rejected(&a.pack_dir, &e, a.common.json)),
+    };
+    if !pack.type_ids.contains(&a.type_id) {
+        return Err(usage(anyhow::anyhow!(
+            "pack `{}` has no node type `{}`; its node types: {}",
+            pack.name,
+            a.type_id,
+            pack.type_ids.join(", ")
+        )));
     }
+    let run_id = a.run_id.unwrap_or_else(|| {
+        format!(
+            "run-{}-{}",
+            wop_runtime::effects::now_ms(),
+            std::process::id()
+        )
+    });
     let req = InvokeRequest {
         type_id: a.type_id,
         inputs,
         config,
         resume,
         context: RunContext {
-            run_id: a.run_id,
+            run_id,
             node_id: a.node_id,
             tenant_id: a.tenant.clone(),
             attempt: a.attempt,
