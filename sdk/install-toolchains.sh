@@ -5,7 +5,8 @@
 #   sdk/install-toolchains.sh            # everything
 #   sdk/install-toolchains.sh js python  # only some languages (js, python, c)
 #
-# Installs (as root for apt; cargo binaries into ~/.cargo/bin):
+# Installs (as root for apt; cargo binaries into ~/.cargo/bin); prints the
+# version of every Debian package it relies on:
 #   all:    jq (reads pack.json)
 #   js:     componentize-qjs (npm, into sdk/js/node_modules from package-lock.json)
 #   python: componentize-py (PyPI, into the venv sdk/python/.venv)
@@ -15,11 +16,13 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
 # ---- pins ----------------------------------------------------------------
-JQ_VERSION="1.6-2.1+deb12u3"
+# Registries that keep every version (npm, PyPI, crates.io) are pinned
+# exactly. Debian packages are pinned by name to a major version (clang-19,
+# lld-19): Debian drops superseded revisions from its archive, so an exact
+# revision would stop installing the day it is replaced.
 COMPONENTIZE_QJS_VERSION="0.4.5"          # also pinned in sdk/js/package.json + lock
 COMPONENTIZE_PY_VERSION="0.25.1"
-CLANG_VERSION="1:19.1.7-3~deb12u1"        # clang-19, lld-19, libclang-rt-19-dev-wasm32
-WASI_LIBC_VERSION="0.0~git20220510.9886d3d-2"
+CLANG_MAJOR="19"                          # clang-19, lld-19, libclang-rt-19-dev-wasm32
 WIT_BINDGEN_CLI_VERSION="0.63.0"          # = wit-bindgen in sample-packs/Cargo.lock
 WASM_COMPONENT_LD_VERSION="0.5.31"
 
@@ -29,22 +32,25 @@ want() { local l; for l in "${langs[@]}"; do [[ "$l" == "$1" ]] && return 0; don
 
 nice_run() { nice -n 10 "$@"; }
 apt_updated=""
-# apt_pin <package>=<version>...: install the exact versions that are missing.
-apt_pin() {
-  local missing=() spec pkg ver have
-  for spec in "$@"; do
-    pkg="${spec%%=*}"
-    ver="${spec#*=}"
-    have="$(dpkg-query -W -f='${Status} ${Version}' "$pkg" 2>/dev/null || true)"
-    [[ "$have" == "install ok installed $ver" ]] || missing+=("$spec")
+# apt_need <package>...: install the packages that are missing, and nothing
+# else: --no-upgrade leaves every installed package (these included) at its
+# version, so the script never upgrades the system as a side effect.
+apt_need() {
+  local missing=() pkg
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
   done
-  [[ ${#missing[@]} -eq 0 ]] && return 0
-  if [[ -z "$apt_updated" ]]; then
-    apt-get update -qq
-    apt_updated=1
+  if [[ ${#missing[@]} -gt 0 ]]; then
+    if [[ -z "$apt_updated" ]]; then
+      apt-get update -qq
+      apt_updated=1
+    fi
+    echo "apt: installing ${missing[*]}" >&2
+    DEBIAN_FRONTEND=noninteractive nice_run apt-get install -y -qq --no-install-recommends --no-upgrade "${missing[@]}"
   fi
-  echo "apt: installing ${missing[*]}" >&2
-  DEBIAN_FRONTEND=noninteractive nice_run apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  for pkg in "$@"; do
+    echo "apt: $pkg $(dpkg-query -W -f='${Version}' "$pkg")" >&2
+  done
 }
 
 # cargo_pin <crate> <version> <binary>: cargo install --locked unless present.
@@ -57,7 +63,7 @@ cargo_pin() {
   nice_run cargo install --locked "$crate@$ver"
 }
 
-apt_pin "jq=$JQ_VERSION"
+apt_need jq
 
 if want js; then
   have="$(cd "$here/js" && node -p 'require("./node_modules/componentize-qjs/package.json").version' 2>/dev/null || true)"
@@ -78,8 +84,7 @@ if want python; then
 fi
 
 if want c; then
-  apt_pin "clang-19=$CLANG_VERSION" "lld-19=$CLANG_VERSION" "libclang-rt-19-dev-wasm32=$CLANG_VERSION" \
-    "wasi-libc=$WASI_LIBC_VERSION"
+  apt_need "clang-$CLANG_MAJOR" "lld-$CLANG_MAJOR" "libclang-rt-$CLANG_MAJOR-dev-wasm32" wasi-libc
   cargo_pin wit-bindgen-cli "$WIT_BINDGEN_CLI_VERSION" wit-bindgen
   cargo_pin wasm-component-ld "$WASM_COMPONENT_LD_VERSION" wasm-component-ld
 fi

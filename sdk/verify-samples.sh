@@ -266,6 +266,12 @@ for l in "${new_langs[@]}"; do
     continue
   fi
   pass "$l wop new scaffolds"
+  # Output at import time (module top level runs once, at build time) must
+  # neither break the build nor the pack.
+  case "$l" in
+    python) sed -i '1i print("imported at build time")' "$work/new/$name/pack.py" ;;
+    js) printf '\nconsole.log("imported at build time");\n' >>"$work/new/$name/pack.js" ;;
+  esac
   # Rust: a target dir under the repository's, so dependencies build once.
   if WOP="$wop" CARGO_TARGET_DIR="$WOP_REPO_ROOT/target/wop-new" \
     "$work/new/$name/build.sh" "$work/new-out" >>"$work/new-$l.log" 2>&1; then
@@ -277,6 +283,35 @@ for l in "${new_langs[@]}"; do
   check "$l wop new hello runs" \
     '.outcome.outcome == "completed" and .outcome.output.greeting == "Hello, Ada!" and .usage.pack == "'"$name"'"' \
     "$work/new-out/$name" "$name.hello" --input '{"name":"Ada"}'
+done
+
+# Author mistakes get the SDK's own messages (issue 23).
+for l in "${langs[@]}"; do
+  [[ "$l" == python ]] || continue
+  src="$work/mistakes-py"
+  rm -rf "$src"
+  mkdir -p "$src"
+  cp "$WOP_REPO_ROOT/sample-packs/python/hello/pack.json" "$src/"
+  # No invoke: refused before the long build, saying what to write.
+  printf 'def invokes(ctx, request):\n    return {}\n' >"$src/pack.py"
+  if "$here/python/build.sh" "$src" "$work/mistakes-out" >"$work/mistake-1.log" 2>&1; then
+    fail "python pack.py without invoke is refused" "$work/mistake-1.log"
+  elif grep -q "must define invoke(ctx, request)" "$work/mistake-1.log"; then
+    pass "python pack.py without invoke is refused"
+  else
+    fail "python pack.py without invoke is refused" "$work/mistake-1.log"
+  fi
+  # A third-party module not next to pack.py (pip is in every
+  # site-packages, never in the component's stdlib) is not bundled from
+  # the machine: the build fails naming it.
+  printf 'import pip\n\ndef invoke(ctx, request):\n    return {}\n' >"$src/pack.py"
+  if "$here/python/build.sh" "$src" "$work/mistakes-out" >"$work/mistake-2.log" 2>&1; then
+    fail "python: an undeclared third-party import fails the build" "$work/mistake-2.log"
+  elif grep -q "No module named 'pip'" "$work/mistake-2.log"; then
+    pass "python: an undeclared third-party import fails the build"
+  else
+    fail "python: an undeclared third-party import fails the build" "$work/mistake-2.log"
+  fi
 done
 
 echo "$passed passed, $failed failed"

@@ -18,6 +18,27 @@ src="$(cd "$1" && pwd)"
 out="$2"
 wop_check_src "$src"
 [[ -f "$src/pack.py" ]] || wop_die "$src/pack.py not found (it must define invoke(ctx, request))"
+# Before the long build: does pack.py define `invoke` at top level? (Read,
+# not run: a def, an assignment or an import of that name.)
+python3 - "$src/pack.py" <<'PY' || exit 2
+import ast, sys
+path = sys.argv[1]
+try:
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+except SyntaxError as e:
+    sys.exit(f"error: {path}:{e.lineno}: {e.msg}")
+names = set()
+for node in tree.body:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        names.add(node.name)
+    elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names.update(t.id for t in targets if isinstance(t, ast.Name))
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        names.update((a.asname or a.name).split(".")[0] for a in node.names)
+if "invoke" not in names:
+    sys.exit(f"error: {path} must define invoke(ctx, request) at top level (see sdk/python/README.md)")
+PY
 cpy="$here/.venv/bin/componentize-py"
 [[ -x "$cpy" ]] || wop_die "componentize-py is not installed: run sdk/install-toolchains.sh"
 
@@ -43,8 +64,15 @@ PY
 wop_world "$src" "$stage/wit"
 # --stub-wasi: every WASI import becomes a trapping stub, so the component
 # imports nothing but the declared openwop interfaces.
-(cd "$stage" && nice -n 10 "$cpy" -d "$stage/wit" -w pack componentize -p "$stage/app" \
-  --stub-wasi -o "$stage/$entry" wop_app >&2)
+# Only the pack directory (and the SDK) are bundled: componentize-py would
+# otherwise add the site-packages of $VIRTUAL_ENV, or of whatever Python it
+# finds, so `import requests` would silently pull in this machine's global
+# packages. An empty "virtual env" makes its search find nothing; a missing
+# module then fails the build by name.
+mkdir -p "$stage/isolated/site-packages"
+(cd "$stage" && VIRTUAL_ENV="$stage/isolated" PIPENV_ACTIVE= nice -n 10 "$cpy" -d "$stage/wit" -w pack \
+  componentize -p "$stage/app" --stub-wasi -o "$stage/$entry" wop_app >&2) ||
+  wop_die "componentize-py failed (above). \"No module named X\": only the pack directory is bundled, copy X (pure Python) next to pack.py; an error while importing pack.py: it runs once, here, at build time"
 
 mkdir -p "$out"
 wop_assemble "$src" "$stage/$entry" "$out"

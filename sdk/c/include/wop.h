@@ -323,8 +323,11 @@ const char *wop_http_header(const wop_http_response_t *resp, const char *name);
 
 /* MCP servers the operator attached (`mcp` capability). Each returns true
  * with `*result_json` set to the server's JSON (an `isError` result is a
- * success) or false with `err` filled. The runtime does not implement the
- * MCP host side yet: every call currently fails with `forbidden`. */
+ * success) or false with `err` filled: `not_found` for a server the operator
+ * did not attach, `forbidden` for a tool or server this pack was not granted
+ * (operator policy `[packs.<name>] mcp`), `upstream_unavailable` (retryable)
+ * when the server cannot be reached, `mcp_error` for the server's JSON-RPC
+ * error. Calls pass the gate like tool calls (`mcp:<server>/<tool>`). */
 
 /** `tools/call` `name` on `server_id`; effects are claimed like wop_tools_call. */
 bool wop_mcp_call_tool(const wop_ctx_t *ctx, const char *server_id, const char *name, const char *args_json,

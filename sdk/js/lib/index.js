@@ -30,10 +30,14 @@
  * `random`, `tools`, `http`, `mcp`), so the runtime sees no interface the pack
  * does not ask for. Using an undeclared one throws a `NodeError` with code
  * `internal_error` that names the missing capability. WASI is stubbed out
- * entirely: `Date.now()`, `new Date()` and `Math.random()` trap the
- * invocation -- use `ctx.nowMs()` and `ctx.randomBytes()` (replay-safe).
- * `console.log` & co. are provided here and become log lines when the pack
- * declares `log`.
+ * entirely, so the SDK provides what QuickJS would take from it:
+ * `Date.now()` and `new Date()` read the host clock (`clock` capability) and
+ * `Math.random()` the host's random source (`random`); both are replay-safe
+ * (the same run, node and attempt see the same values), and without the
+ * capability they throw the `NodeError` naming it. `console.log` & co.
+ * become log lines when the pack declares `log`. Code at module top level
+ * runs once, at build time, when there is no host: console output there is
+ * dropped and the host clock and random source are not available.
  *
  * @module wop-sdk
  */
@@ -120,7 +124,16 @@ const OUTCOME = Symbol("wop.outcome");
 // ---------------------------------------------------------------------------
 // Helpers
 
+// True while the host runs `describe` or `invoke` (the module's top level
+// runs at build time, when the component is pre-initialized: no host then).
+let inHost = false;
+
 function need(name) {
+  if (!inHost) {
+    throw new Error(
+      `the \`${name}\` capability is not available at module top level (it runs once, at build time); use it inside invoke()`,
+    );
+  }
   const iface = host[name];
   if (iface === undefined) {
     throw new NodeError(
@@ -234,7 +247,7 @@ function consoleLine(args) {
 
 if (typeof globalThis.console === "undefined") {
   const to = (level) => (...args) => {
-    if (host.log !== undefined) host.log.log(level, consoleLine(args), null);
+    if (inHost && host.log !== undefined) host.log.log(level, consoleLine(args), null);
   };
   globalThis.console = {
     log: to("info"),
@@ -244,6 +257,35 @@ if (typeof globalThis.console === "undefined") {
     error: to("error"),
   };
 }
+
+// ---------------------------------------------------------------------------
+// Date and Math.random: QuickJS reads them from WASI, which is stubbed (the
+// call would trap with `unreachable`). They read the host's replayable
+// clock and random source instead (capabilities `clock`, `random`).
+
+function hostNowMs() {
+  return Number(need("clock").nowMs());
+}
+
+const RealDate = globalThis.Date;
+class HostDate extends RealDate {
+  constructor(...args) {
+    if (args.length === 0) super(hostNowMs());
+    else super(...args);
+  }
+  static now() {
+    return hostNowMs();
+  }
+}
+globalThis.Date = HostDate;
+
+Math.random = function random() {
+  const bytes = need("random").fill(7);
+  // 53 random bits as a double in [0, 1).
+  let x = 0;
+  for (const b of bytes) x = x * 256 + b;
+  return (x % 2 ** 53) / 2 ** 53;
+};
 
 // ---------------------------------------------------------------------------
 // The context
@@ -418,8 +460,10 @@ export class Http {
  * A client for the MCP servers the operator attached (`mcp` capability).
  * Results are the server's JSON, unaltered; an MCP result with
  * `isError: true` is a success value. Every method throws a `NodeError` when
- * the host refuses or the server fails. (The runtime does not implement the
- * MCP host side yet: every call currently fails with `forbidden`.)
+ * the host refuses (`not_found` for a server the operator did not attach,
+ * `forbidden` for one this pack was not granted) or the server fails
+ * (`upstream_unavailable`, retryable; `mcp_error` with the server's JSON-RPC
+ * error). Calls pass the gate like tool calls (`mcp:<server>/<tool>`).
  */
 export class Mcp {
   #call(fn, ...args) {
@@ -513,6 +557,7 @@ export function exportPack(pack) {
   }
   return {
     describe() {
+      inHost = true;
       const info = typeof pack.describe === "function" ? pack.describe() : manifest;
       return {
         name: info.name,
@@ -521,6 +566,7 @@ export function exportPack(pack) {
       };
     },
     invoke(request) {
+      inHost = true;
       let outcome;
       try {
         const parse = (what, json) => {

@@ -69,13 +69,22 @@ try:
 except ImportError:  # pragma: no cover
     _mcp = None
 
+# True while the host runs `describe` or `invoke`. Importing `pack.py` (and
+# this module) happens once, at build time, when the component is
+# pre-initialized: then there is no host to log to, and output goes to the
+# build's own stdout/stderr instead.
+_in_host = False
+
+
 class _LogStream:
     """sys.stdout / sys.stderr: WASI stdio is stubbed (writing would trap), so
     printed lines become log lines (stdout at info, stderr at warn) when the
-    pack declares `log`, and are dropped otherwise."""
+    pack declares `log`, and are dropped otherwise. Output while `pack.py` is
+    imported (at build time) goes to the build's stdout/stderr."""
 
-    def __init__(self, level_name: str) -> None:
+    def __init__(self, level_name: str, build_stream: Any) -> None:
         self._level_name = level_name
+        self._build_stream = build_stream
         self._pending = ""
 
     def write(self, text: str) -> int:
@@ -91,6 +100,11 @@ class _LogStream:
             self._emit(line)
 
     def _emit(self, line: str) -> None:
+        if not _in_host:
+            if self._build_stream is not None:
+                self._build_stream.write(line + "\n")
+                self._build_stream.flush()
+            return
         if _log is not None:
             _log.log(getattr(_log.Level, self._level_name), line, None)
 
@@ -100,8 +114,8 @@ class _LogStream:
 
 import sys as _sys  # noqa: E402
 
-_sys.stdout = _LogStream("INFO")
-_sys.stderr = _LogStream("WARN")
+_sys.stdout = _LogStream("INFO", _sys.__stdout__)
+_sys.stderr = _LogStream("WARN", _sys.__stderr__)
 
 
 __all__ = [
@@ -424,8 +438,11 @@ class Mcp:
     """A client for the MCP servers the operator attached (``mcp``
     capability). Results are the server's JSON, unaltered; an MCP result with
     ``isError: true`` is a success value. Refusals and failures raise
-    :class:`NodeError`. (The runtime does not implement the MCP host side yet:
-    every call currently fails with ``forbidden``.)"""
+    :class:`NodeError`: ``not_found`` for a server the operator did not
+    attach, ``forbidden`` for one this pack was not granted,
+    ``upstream_unavailable`` (retryable) when the server cannot be reached,
+    ``mcp_error`` with the server's JSON-RPC error. Calls pass the gate like
+    tool calls (``mcp:<server>/<tool>``)."""
 
     def _call(self, fn: str, *args: Any) -> Json:
         mcp = _need(_mcp, "mcp")

@@ -14,6 +14,7 @@ from wit_world.exports import node as wit
 from wit_world.imports import types as wit_types
 
 from . import INTERNAL_ERROR, Ctx, NodeContext, NodeError, Outcome, PackInfo, NodeInfo, Request
+import wop_sdk as _sdk
 
 
 def _trace(e: BaseException) -> str:
@@ -45,6 +46,8 @@ def node_class(pack: Any, manifest: dict) -> type:
 
     class Node(exports.Node):
         def describe(self) -> wit.PackInfo:
+            # From here on, printed lines are log lines (see `_LogStream`).
+            _sdk._in_host = True
             if callable(getattr(pack, "describe", None)):
                 info = pack.describe()
             else:
@@ -60,6 +63,7 @@ def node_class(pack: Any, manifest: dict) -> type:
             )
 
         def invoke(self, request: wit.Request) -> wit.Outcome:
+            _sdk._in_host = True
             try:
                 def parse(what: str, s: str) -> Any:
                     try:

@@ -348,9 +348,26 @@ out="${{1:-$here/dist}}"
     match lang {
         Lang::Rust => format!(
             r#"{head}# cargo build for wasm32-wasip2 (rustup target add wasm32-wasip2), then wop pack.
+# The wop CLI: $WOP, else `wop` on PATH, else one built in the wop checkout.
+default_repo={repo_default}
+repo="${{WOP_REPO:-$default_repo}}"
+wop="${{WOP:-}}"
+if [[ -z "$wop" ]]; then
+  if command -v wop >/dev/null 2>&1; then
+    wop=wop
+  else
+    for c in "$repo/target/release/wop" "$repo/target/debug/wop"; do
+      if [[ -n "$repo" && -x "$c" ]]; then wop="$c"; break; fi
+    done
+  fi
+fi
+[[ -n "$wop" ]] || {{
+  echo "error: the wop CLI was not found: put it on PATH, set WOP=/path/to/wop, or build it in your wop checkout (cargo build -p wop-cli)" >&2
+  exit 2
+}}
 target="${{CARGO_TARGET_DIR:-$here/target}}"
 (cd "$here" && cargo build --release --target wasm32-wasip2)
-"${{WOP:-wop}}" pack "$here" --wasm "$target/wasm32-wasip2/release/{crate_file}.wasm" --out "$out"
+"$wop" pack "$here" --wasm "$target/wasm32-wasip2/release/{crate_file}.wasm" --out "$out"
 "#,
             crate_file = name.replace('-', "_"),
         ),
