@@ -17,7 +17,10 @@
 #   - runaway (a test pack) is stopped by the fuel limit when it spins
 #     (`sandbox_timeout`, cause fuel) and by the memory limit when it keeps
 #     allocating (`sandbox_memory_exceeded`);
-#   - `wop new <lang>` scaffolds a pack that its build.sh builds and that runs.
+#   - `wop new <lang>` scaffolds a pack that its build.sh builds and that runs
+#     (with output at import time added to it);
+#   - Python author mistakes (no `invoke`, a third-party module that is not
+#     next to pack.py) fail the build with the SDK's own message.
 # Starts a local HTTP server on 127.0.0.1 for the tools and the fetch target,
 # and stops it on exit. Installs nothing.
 # Prints "N passed, N failed"; exits non-zero on any failure.
@@ -286,6 +289,17 @@ for l in "${new_langs[@]}"; do
 done
 
 # Author mistakes get the SDK's own messages (issue 23).
+# build_refused <name> <pattern>: building $src fails, saying <pattern>.
+build_refused() {
+  local log="$work/mistake-$((passed + failed)).log"
+  if "$here/python/build.sh" "$src" "$work/mistakes-out" >"$log" 2>&1; then
+    fail "$1" "$log"
+  elif grep -q "$2" "$log"; then
+    pass "$1"
+  else
+    fail "$1" "$log"
+  fi
+}
 for l in "${langs[@]}"; do
   [[ "$l" == python ]] || continue
   src="$work/mistakes-py"
@@ -294,24 +308,12 @@ for l in "${langs[@]}"; do
   cp "$WOP_REPO_ROOT/sample-packs/python/hello/pack.json" "$src/"
   # No invoke: refused before the long build, saying what to write.
   printf 'def invokes(ctx, request):\n    return {}\n' >"$src/pack.py"
-  if "$here/python/build.sh" "$src" "$work/mistakes-out" >"$work/mistake-1.log" 2>&1; then
-    fail "python pack.py without invoke is refused" "$work/mistake-1.log"
-  elif grep -q "must define invoke(ctx, request)" "$work/mistake-1.log"; then
-    pass "python pack.py without invoke is refused"
-  else
-    fail "python pack.py without invoke is refused" "$work/mistake-1.log"
-  fi
+  build_refused "python pack.py without invoke is refused" "must define invoke(ctx, request)"
   # A third-party module not next to pack.py (pip is in every
   # site-packages, never in the component's stdlib) is not bundled from
   # the machine: the build fails naming it.
   printf 'import pip\n\ndef invoke(ctx, request):\n    return {}\n' >"$src/pack.py"
-  if "$here/python/build.sh" "$src" "$work/mistakes-out" >"$work/mistake-2.log" 2>&1; then
-    fail "python: an undeclared third-party import fails the build" "$work/mistake-2.log"
-  elif grep -q "No module named 'pip'" "$work/mistake-2.log"; then
-    pass "python: an undeclared third-party import fails the build"
-  else
-    fail "python: an undeclared third-party import fails the build" "$work/mistake-2.log"
-  fi
+  build_refused "python: an undeclared third-party import fails the build" "No module named 'pip'"
 done
 
 echo "$passed passed, $failed failed"
