@@ -8,6 +8,8 @@
 #   stopped again on exit;
 # - the pinned MCP test servers (npm, PyPI) and the PyPI `mcp` client for
 #   wop-serve's end-to-end tests (each setup script is idempotent);
+# - Prometheus from Debian (the /metrics test scrapes with a real server),
+#   if it is missing and apt-get can install it;
 # - then `cargo test --workspace` with the arguments given.
 #
 # .ci/run calls this; so can anyone on a fresh clone.
@@ -21,4 +23,9 @@ if [[ -z "${WOP_TEST_POSTGRES_URL:-}" ]]; then
 fi
 bash runtime/wop-mcp/tests/setup.sh
 bash runtime/wop-serve/tests/setup.sh
+if ! command -v prometheus >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [[ $(id -u) -eq 0 ]]; then
+    echo "test.sh: installing Debian's prometheus" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --no-upgrade prometheus >&2
+fi
 cargo test --workspace "$@"

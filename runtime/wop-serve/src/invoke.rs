@@ -121,6 +121,7 @@ async fn execute(
     req.budget = run.budget;
     req.bounds = run.bounds;
     let (claim_run, claim_node) = (run_id.clone(), node_id.clone());
+    let (type_id, tenant_label) = (run.type_id.clone(), tenant.clone());
     let st = state.clone();
     let perform = move || async move {
         // Only this invocation's events reach this caller's stream.
@@ -128,6 +129,7 @@ async fn execute(
             None => st.rt.invoke(req).await,
             Some(sink) => st.rt.invoke_streaming(req, Arc::new(sink)).await,
         };
+        st.metrics.record(&type_id, &tenant_label, &report);
         // A failed node is not recorded: a retry runs it again (its own
         // tool calls are still guarded by the gate's effects).
         let record = report.outcome.is_ok();

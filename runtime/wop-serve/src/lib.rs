@@ -29,6 +29,7 @@ mod idem;
 mod invoke;
 mod io;
 mod mcp;
+mod metrics;
 mod routes;
 mod server;
 mod sse;

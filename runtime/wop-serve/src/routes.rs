@@ -20,6 +20,7 @@ pub(crate) fn router(state: AppState) -> Router {
     Router::new()
         .route("/.well-known/openwop", get(well_known))
         .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
         .route(
             "/mcp",
             post(crate::mcp::post).fallback(any(crate::mcp::not_allowed)),
@@ -82,6 +83,29 @@ async fn well_known(State(state): State<AppState>, headers: HeaderMap) -> Respon
 
 async fn healthz(State(state): State<AppState>) -> Response {
     (StatusCode::OK, axum::Json(state.health())).into_response()
+}
+
+/// `GET /metrics`: the operator's view (scope `wop.operator`).
+async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let p = match authenticate(&state, &headers) {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    if !p.scopes.iter().any(|s| s == OPERATOR_SCOPE) {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!("metrics need the `{OPERATOR_SCOPE}` scope"),
+        )
+        .details(json!({"scope": OPERATOR_SCOPE}))
+        .into_response();
+    }
+    let mut r = (StatusCode::OK, state.metrics_text()).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    r
 }
 
 async fn tools(State(state): State<AppState>, headers: HeaderMap) -> Response {

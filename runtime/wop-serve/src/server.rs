@@ -344,6 +344,13 @@ impl Server {
             }
         }
         let nodes = node_infos(&opts.policy, &loaded);
+        // The catalog's tool ids: the only tool ids that become metric labels.
+        let rt_tools: Vec<String> = rt
+            .gate()
+            .registry()
+            .all()
+            .map(|t| t.descriptor.tool_id.clone())
+            .collect();
         let refreshed_at = crate::routes::rfc3339(wop_runtime::effects::now_ms());
         let capability_doc = crate::routes::capability_doc(&rt, &refreshed_at);
         let etag = {
@@ -374,6 +381,7 @@ impl Server {
             etag,
             refused,
             claims: Default::default(),
+            metrics: crate::metrics::Metrics::new(rt_tools.into_iter().collect()),
         });
         Ok(Server { listener, state })
     }

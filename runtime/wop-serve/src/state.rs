@@ -61,6 +61,8 @@ pub(crate) struct Shared {
     /// effect id: released at shutdown if a drain cuts them (`Server::run`),
     /// so a retry runs them again at once instead of waiting for the lease.
     pub claims: Mutex<HashMap<String, EffectRecord>>,
+    /// What `/metrics` shows.
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// Removes its claim from [`Shared::claims`] when the invocation ends.
@@ -114,6 +116,25 @@ impl Shared {
     /// The node type if it exists and `p` may use it.
     pub(crate) fn node_for(&self, type_id: &str, p: &Principal) -> Option<&NodeInfo> {
         self.nodes.get(type_id).filter(|n| n.allows(p))
+    }
+
+    /// The `/metrics` exposition now.
+    pub(crate) fn metrics_text(&self) -> String {
+        let stats = self.rt.stats();
+        let n = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
+        let m = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        self.metrics.encode(&crate::metrics::Scrape {
+            in_flight: n(self.cfg.max_in_flight - self.permits.available_permits()),
+            max_in_flight: n(self.cfg.max_in_flight),
+            connections: n(self.cfg.max_connections - self.conns.available_permits()),
+            max_connections: n(self.cfg.max_connections),
+            connections_refused: m(self.conns_refused.load(Ordering::Relaxed)),
+            refused_packs: n(self.refused.len()),
+            cache_hits: m(stats.cache.memory_hits + stats.cache.disk_hits),
+            cache_misses: m(stats.cache.compilations),
+            compiles: m(stats.cache.compilations),
+            instantiations: m(stats.instantiations),
+        })
     }
 
     /// `{code, message}` of a refused pack for logs and health.

@@ -9,6 +9,7 @@ mod guard;
 mod idempotency;
 mod invoke;
 mod mcp;
+mod metrics;
 mod process;
 mod python;
 mod rmcp_client;

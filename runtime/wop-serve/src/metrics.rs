@@ -1,0 +1,475 @@
+//! `GET /metrics`: what the service did, in the OpenMetrics text format
+//! (`prometheus-client`, the official Rust client), behind the operator
+//! scope.
+//!
+//! Recorded from each finished invocation's report (outcome, events,
+//! usage) as the service sees it — no counter re-reads the store. Label
+//! values are bounded by construction: pack, node type and tenant come from
+//! the loaded packs and `serve.toml`'s tokens (never from a caller's body);
+//! codes outside the registered vocabulary fold into `other`; tool ids that
+//! are not in the operator's catalog fold into `other` (an MCP tool into
+//! `mcp:<server>/*`); run ids, node ids and effect ids are never labels.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use std::collections::BTreeSet;
+use std::sync::atomic::AtomicU64;
+use wop_runtime::error::ErrorCode;
+use wop_runtime::{Event, InvocationReport, Outcome};
+
+/// `{pack, node_type, tenant, code}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct InvocationLabels {
+    pack: String,
+    node_type: String,
+    tenant: String,
+    code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PackLabel {
+    pack: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CostLabels {
+    pack: String,
+    tenant: String,
+    currency: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct InterfaceLabel {
+    interface: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabels {
+    tool: String,
+    status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabel {
+    state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: String,
+}
+
+type Histograms = Family<PackLabel, Histogram, fn() -> Histogram>;
+
+/// Everything `/metrics` shows, and where each invocation is recorded.
+pub(crate) struct Metrics {
+    registry: Registry,
+    invocations: Family<InvocationLabels, Counter>,
+    duration: Histograms,
+    fuel: Histograms,
+    memory: Histograms,
+    cost: Family<CostLabels, Counter<f64, AtomicU64>>,
+    host_calls: Family<InterfaceLabel, Counter>,
+    tool_calls: Family<ToolLabels, Counter>,
+    effects: Family<StateLabel, Counter>,
+    budget: Family<KindLabel, Counter>,
+    breaches: Family<KindLabel, Counter>,
+    // Read at scrape time (see `Scrape`).
+    in_flight: Gauge,
+    max_in_flight: Gauge,
+    connections: Gauge,
+    max_connections: Gauge,
+    connections_refused: Gauge,
+    refused_packs: Gauge,
+    cache_hits: Gauge,
+    cache_misses: Gauge,
+    compiles: Gauge,
+    instantiations: Gauge,
+    /// The catalog's tool ids (bounded tool labels).
+    tools: BTreeSet<String>,
+}
+
+fn seconds() -> Histogram {
+    // 50 µs … ~26 s.
+    Histogram::new(exponential_buckets(0.000_05, 2.0, 20))
+}
+
+fn fuel() -> Histogram {
+    // 10 k … ~2.7 T units.
+    Histogram::new(exponential_buckets(10_000.0, 4.0, 15))
+}
+
+fn bytes() -> Histogram {
+    // 64 KiB … 4 GiB.
+    Histogram::new(exponential_buckets(65_536.0, 2.0, 17))
+}
+
+/// What the service's own state says at scrape time.
+pub(crate) struct Scrape {
+    pub in_flight: i64,
+    pub max_in_flight: i64,
+    pub connections: i64,
+    pub max_connections: i64,
+    pub connections_refused: i64,
+    pub refused_packs: i64,
+    pub cache_hits: i64,
+    pub cache_misses: i64,
+    pub compiles: i64,
+    pub instantiations: i64,
+}
+
+impl Metrics {
+    /// The metrics, with `tools` the operator's catalog.
+    pub(crate) fn new(tools: BTreeSet<String>) -> Self {
+        let mut registry = Registry::with_prefix("wop");
+        let invocations = Family::default();
+        registry.register(
+            "invocations",
+            "Node invocations by pack, node type, tenant and outcome code (completed, suspended, or the error code)",
+            invocations.clone(),
+        );
+        let duration = Histograms::new_with_constructor(seconds);
+        registry.register(
+            "invocation_duration_seconds",
+            "Invocation wall time in the sandbox (usage.wallTimeUs)",
+            duration.clone(),
+        );
+        let fuel_h = Histograms::new_with_constructor(fuel);
+        registry.register(
+            "invocation_fuel",
+            "Fuel consumed per invocation",
+            fuel_h.clone(),
+        );
+        let memory = Histograms::new_with_constructor(bytes);
+        registry.register(
+            "invocation_memory_peak_bytes",
+            "Peak linear memory per invocation",
+            memory.clone(),
+        );
+        let cost = Family::default();
+        registry.register(
+            "cost",
+            "Cost of invocations and their tool calls (the policy's price table), by pack and tenant",
+            cost.clone(),
+        );
+        let host_calls = Family::default();
+        registry.register("host_calls", "Host calls by interface", host_calls.clone());
+        let tool_calls = Family::default();
+        registry.register(
+            "tool_calls",
+            "Tool and MCP calls by tool and status (ok, error, forbidden, rate_limited)",
+            tool_calls.clone(),
+        );
+        let effects = Family::default();
+        registry.register(
+            "effect_claims",
+            "Effectful calls by what happened: completed (performed and recorded), replayed, escaped (outcome unknown), refused (not performed)",
+            effects.clone(),
+        );
+        let budget = Family::default();
+        registry.register(
+            "budget_events",
+            "Budget events by kind (budget.reserved, .consumed, .threshold-crossed, .exhausted)",
+            budget.clone(),
+        );
+        let breaches = Family::default();
+        registry.register(
+            "cap_breached",
+            "cap.breached events by kind (OpenWOP openwop.cap.exceeded by openwop.cap_kind)",
+            breaches.clone(),
+        );
+        let gauge = |registry: &mut Registry, name: &str, help: &str| {
+            let g = Gauge::default();
+            registry.register(name, help, g.clone());
+            g
+        };
+        let in_flight = gauge(&mut registry, "in_flight", "Invocations running now");
+        let max_in_flight = gauge(&mut registry, "max_in_flight", "maxInFlight");
+        let connections = gauge(&mut registry, "connections", "Open client connections");
+        let max_connections = gauge(&mut registry, "max_connections", "maxConnections");
+        let connections_refused = gauge(
+            &mut registry,
+            "connections_refused",
+            "Connections answered 503 at the connection cap since start",
+        );
+        let refused_packs = gauge(
+            &mut registry,
+            "refused_packs",
+            "Packs refused at start (see /healthz and the console)",
+        );
+        let cache_hits = gauge(
+            &mut registry,
+            "compile_cache_hits",
+            "Compile cache hits since start",
+        );
+        let cache_misses = gauge(
+            &mut registry,
+            "compile_cache_misses",
+            "Compile cache misses since start",
+        );
+        let compiles = gauge(&mut registry, "compiles", "Compilations since start");
+        let instantiations = gauge(
+            &mut registry,
+            "instantiations",
+            "Sandbox instantiations since start",
+        );
+        Self {
+            registry,
+            invocations,
+            duration,
+            fuel: fuel_h,
+            memory,
+            cost,
+            host_calls,
+            tool_calls,
+            effects,
+            budget,
+            breaches,
+            in_flight,
+            max_in_flight,
+            connections,
+            max_connections,
+            connections_refused,
+            refused_packs,
+            cache_hits,
+            cache_misses,
+            compiles,
+            instantiations,
+            tools,
+        }
+    }
+
+    /// Records one finished invocation of `type_id` for `tenant`.
+    pub(crate) fn record(&self, type_id: &str, tenant: &str, report: &InvocationReport) {
+        let u = &report.usage;
+        let code = match &report.outcome {
+            Ok(Outcome::Completed { .. }) => "completed".to_owned(),
+            Ok(Outcome::Suspended { .. }) => "suspended".to_owned(),
+            Err(e) => fold_code(&e.code),
+        };
+        // A refusal before the sandbox has no pack in its usage.
+        let pack = if u.pack.is_empty() {
+            "(none)".to_owned()
+        } else {
+            u.pack.clone()
+        };
+        self.invocations
+            .get_or_create(&InvocationLabels {
+                pack: pack.clone(),
+                node_type: type_id.to_owned(),
+                tenant: tenant.to_owned(),
+                code,
+            })
+            .inc();
+        let p = PackLabel { pack: pack.clone() };
+        self.duration
+            .get_or_create(&p)
+            .observe(u.wall_time_us as f64 / 1e6);
+        self.fuel.get_or_create(&p).observe(u.fuel_consumed as f64);
+        self.memory
+            .get_or_create(&p)
+            .observe(u.peak_memory_bytes as f64);
+        if u.cost > 0.0 {
+            self.cost
+                .get_or_create(&CostLabels {
+                    pack,
+                    tenant: tenant.to_owned(),
+                    currency: u.currency.clone(),
+                })
+                .inc_by(u.cost);
+        }
+        for (iface, n) in &u.host_calls {
+            self.host_calls
+                .get_or_create(&InterfaceLabel {
+                    interface: iface.clone(),
+                })
+                .inc_by(*n);
+        }
+        for e in &report.events {
+            self.event(e);
+        }
+    }
+
+    fn event(&self, e: &Event) {
+        match e {
+            Event::ToolReturned {
+                tool_name,
+                status,
+                duration_ms,
+                error,
+                replayed,
+                effect_id,
+                ..
+            } => {
+                let status = serde_json::to_value(status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_else(|| "other".to_owned());
+                self.tool_calls
+                    .get_or_create(&ToolLabels {
+                        tool: self.fold_tool(tool_name),
+                        status,
+                    })
+                    .inc();
+                if effect_id.is_some() {
+                    let unknown = error
+                        .as_ref()
+                        .and_then(|e| e.get("code"))
+                        .and_then(serde_json::Value::as_str)
+                        == Some(ErrorCode::EffectOutcomeUnknown.as_str());
+                    let state = if *replayed {
+                        "replayed"
+                    } else if unknown {
+                        "escaped"
+                    } else if duration_ms.is_some() {
+                        "completed"
+                    } else {
+                        "refused"
+                    };
+                    self.effects
+                        .get_or_create(&StateLabel {
+                            state: state.to_owned(),
+                        })
+                        .inc();
+                }
+            }
+            Event::CapBreached { kind, .. } => {
+                self.breaches
+                    .get_or_create(&KindLabel { kind: kind.clone() })
+                    .inc();
+            }
+            Event::BudgetReserved { .. }
+            | Event::BudgetConsumed { .. }
+            | Event::BudgetThresholdCrossed { .. }
+            | Event::BudgetExhausted { .. } => {
+                self.budget
+                    .get_or_create(&KindLabel {
+                        kind: e.name().to_owned(),
+                    })
+                    .inc();
+            }
+            _ => {}
+        }
+    }
+
+    /// A tool id as a label: the catalog's ids as they are, an MCP tool as
+    /// its server, anything else (an unknown id a pack asked for) `other`.
+    fn fold_tool(&self, tool: &str) -> String {
+        if self.tools.contains(tool) {
+            return tool.to_owned();
+        }
+        match tool
+            .strip_prefix("mcp:")
+            .and_then(|rest| rest.split_once('/'))
+        {
+            Some((server, _)) if server.len() <= 64 => format!("mcp:{server}/*"),
+            _ => "other".to_owned(),
+        }
+    }
+
+    /// The exposition, with the scrape-time gauges set from `s`.
+    pub(crate) fn encode(&self, s: &Scrape) -> String {
+        for (g, v) in [
+            (&self.in_flight, s.in_flight),
+            (&self.max_in_flight, s.max_in_flight),
+            (&self.connections, s.connections),
+            (&self.max_connections, s.max_connections),
+            (&self.connections_refused, s.connections_refused),
+            (&self.refused_packs, s.refused_packs),
+            (&self.cache_hits, s.cache_hits),
+            (&self.cache_misses, s.cache_misses),
+            (&self.compiles, s.compiles),
+            (&self.instantiations, s.instantiations),
+        ] {
+            g.set(v);
+        }
+        let mut out = String::new();
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+            tracing::error!(error = %e, "cannot encode the metrics");
+        }
+        out
+    }
+}
+
+/// An outcome code as a label: the registered vocabulary as it is, a
+/// pack's own code `other`.
+fn fold_code(code: &str) -> String {
+    if ErrorCode::ALL.iter().any(|c| c.as_str() == code) {
+        code.to_owned()
+    } else {
+        "other".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use wop_runtime::Usage;
+
+    #[test]
+    fn labels_stay_bounded_and_the_exposition_is_openmetrics() {
+        let m = Metrics::new(["crm:read".to_owned()].into());
+        let mut usage = Usage {
+            pack: "hello".into(),
+            fuel_consumed: 20_000,
+            wall_time_us: 30,
+            ..Default::default()
+        };
+        usage.host_calls.insert("log".into(), 2);
+        let ok = InvocationReport {
+            outcome: Ok(Outcome::Completed {
+                output: serde_json::json!({}),
+            }),
+            events: Vec::new(),
+            usage: usage.clone(),
+        };
+        m.record("t.hello", "acme", &ok);
+        let mut own =
+            wop_runtime::NodeError::runtime(ErrorCode::ValidationError, "x", Default::default());
+        own.code = "my.own.code-42".into();
+        m.record(
+            "t.hello",
+            "acme",
+            &InvocationReport {
+                outcome: Err(own),
+                events: Vec::new(),
+                usage,
+            },
+        );
+        assert_eq!(m.fold_tool("crm:read"), "crm:read");
+        assert_eq!(
+            m.fold_tool("mcp:files/any-name-the-server-chose"),
+            "mcp:files/*"
+        );
+        assert_eq!(m.fold_tool("nope:whatever-the-pack-asked"), "other");
+        let text = m.encode(&Scrape {
+            in_flight: 1,
+            max_in_flight: 64,
+            connections: 2,
+            max_connections: 1024,
+            connections_refused: 0,
+            refused_packs: 0,
+            cache_hits: 0,
+            cache_misses: 1,
+            compiles: 1,
+            instantiations: 2,
+        });
+        assert!(
+            text.contains(r#"wop_invocations_total{pack="hello",node_type="t.hello",tenant="acme",code="completed"} 1"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"code="other"} 1"#), "{text}");
+        assert!(!text.contains("my.own.code-42"));
+        assert!(
+            text.contains(r#"wop_host_calls_total{interface="log"} 4"#),
+            "{text}"
+        );
+        assert!(text.contains("wop_max_in_flight 64"));
+        assert!(text.ends_with("# EOF\n"));
+    }
+}
