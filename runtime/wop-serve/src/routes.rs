@@ -91,14 +91,8 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
-    if !p.scopes.iter().any(|s| s == OPERATOR_SCOPE) {
-        return ApiError::new(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            format!("metrics need the `{OPERATOR_SCOPE}` scope"),
-        )
-        .details(json!({"scope": OPERATOR_SCOPE}))
-        .into_response();
+    if let Err(e) = operator(&p, "metrics need") {
+        return e.into_response();
     }
     let mut r = (StatusCode::OK, state.metrics_text()).into_response();
     r.headers_mut().insert(
@@ -205,8 +199,22 @@ struct UsageQuery {
     pack: Option<String>,
 }
 
-/// The scope that may read usage across tenants (no `run`).
+/// The scope of operators: usage across tenants (no `run`), `/metrics`.
 pub const OPERATOR_SCOPE: &str = "wop.operator";
+
+/// `403` unless `p` holds [`OPERATOR_SCOPE`]; `what` starts the message
+/// ("metrics need").
+pub(crate) fn operator(p: &wop_runtime::Principal, what: &str) -> Result<(), ApiError> {
+    if p.scopes.iter().any(|s| s == OPERATOR_SCOPE) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::FORBIDDEN,
+        "forbidden",
+        format!("{what} the `{OPERATOR_SCOPE}` scope"),
+    )
+    .details(json!({"scope": OPERATOR_SCOPE})))
+}
 
 async fn usage(
     State(state): State<AppState>,
@@ -227,16 +235,10 @@ async fn usage(
             tenant: &p.tenant,
             run,
         },
-        None if !p.scopes.iter().any(|s| s == OPERATOR_SCOPE) => {
-            return ApiError::new(
-                StatusCode::FORBIDDEN,
-                "forbidden",
-                format!("usage across runs needs the `{OPERATOR_SCOPE}` scope; pass ?run="),
-            )
-            .details(json!({"scope": OPERATOR_SCOPE}))
-            .into_response();
-        }
-        None => UsageScope::All,
+        None => match operator(&p, "usage across runs (without ?run=) needs") {
+            Ok(()) => UsageScope::All,
+            Err(e) => return e.into_response(),
+        },
     };
     match state.rt.usage_rollup(scope, q.pack.as_deref()).await {
         Ok((runs, _)) if runs.is_empty() && q.run.is_some() => {
