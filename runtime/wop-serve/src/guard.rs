@@ -72,6 +72,21 @@ fn valid_port(s: &str) -> bool {
         .is_some_and(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// Whether `origin` is the server's own as the request names it (`Host`):
+/// the console's own forms post with that origin. A page that rebinds its
+/// name to this server gets its own name here, and no session cookie or
+/// token for it.
+pub(crate) fn same_origin(origin: &str, host: Option<&str>) -> bool {
+    let (Some(o), Some(host)) = (normalize_origin(origin), host) else {
+        return false;
+    };
+    let authority = o.split_once("://").map_or("", |(_, a)| a);
+    let host = host.trim().to_ascii_lowercase();
+    authority == host
+        || normalize_origin(&format!("http://{host}")).is_some_and(|h| h == o)
+        || normalize_origin(&format!("https://{host}")).is_some_and(|h| h == o)
+}
+
 /// Why a request is refused, if it is.
 pub(crate) fn check(
     headers: &HeaderMap,
@@ -80,7 +95,8 @@ pub(crate) fn check(
 ) -> Option<ApiError> {
     if let Some(origin) = headers.get(header::ORIGIN) {
         let text = origin.to_str().unwrap_or("(not visible ASCII)");
-        if !origin_allowed(text, allowed_origins) {
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+        if !origin_allowed(text, allowed_origins) && !same_origin(text, host) {
             return Some(
                 ApiError::new(
                     StatusCode::FORBIDDEN,
@@ -192,5 +208,26 @@ mod tests {
         );
         h.remove(header::HOST);
         assert!(check(&h, &[], true).is_some(), "no Host in anonymous mode");
+        // The console's own forms: same origin as the Host they were sent to.
+        h.insert(header::HOST, "localhost:8787".parse().unwrap());
+        h.insert(header::ORIGIN, "http://localhost:8787".parse().unwrap());
+        assert!(check(&h, &[], true).is_none());
+        h.insert(header::ORIGIN, "http://localhost:9999".parse().unwrap());
+        assert!(check(&h, &[], true).is_some());
+    }
+
+    #[test]
+    fn same_origins() {
+        for (origin, host, ok) in [
+            ("http://localhost:8787", Some("localhost:8787"), true),
+            ("http://LOCALHOST:8787", Some("localhost:8787"), true),
+            ("https://wop.example", Some("wop.example"), true),
+            ("https://wop.example:443", Some("wop.example"), true),
+            ("http://evil.example", Some("wop.example"), false),
+            ("http://localhost:8787", None, false),
+            ("null", Some("null"), false),
+        ] {
+            assert_eq!(same_origin(origin, host), ok, "{origin} {host:?}");
+        }
     }
 }

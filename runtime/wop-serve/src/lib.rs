@@ -24,6 +24,7 @@
 mod api;
 pub mod cli;
 pub mod config;
+mod console;
 mod guard;
 mod idem;
 mod invoke;

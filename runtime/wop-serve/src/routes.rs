@@ -21,6 +21,9 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/.well-known/openwop", get(well_known))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
+        .route("/console", get(crate::console::get))
+        .route("/console/login", post(crate::console::login))
+        .route("/console/logout", post(crate::console::logout))
         .route(
             "/mcp",
             post(crate::mcp::post).fallback(any(crate::mcp::not_allowed)),

@@ -382,6 +382,8 @@ impl Server {
             refused,
             claims: Default::default(),
             metrics: crate::metrics::Metrics::new(rt_tools.into_iter().collect()),
+            recent: Default::default(),
+            sessions: Default::default(),
         });
         Ok(Server { listener, state })
     }

@@ -63,6 +63,10 @@ pub(crate) struct Shared {
     pub claims: Mutex<HashMap<String, EffectRecord>>,
     /// What `/metrics` shows.
     pub metrics: crate::metrics::Metrics,
+    /// The console's recent invocations and cost series.
+    pub recent: crate::console::recent::Recent,
+    /// The console's sign-in sessions.
+    pub sessions: crate::console::Sessions,
 }
 
 /// Removes its claim from [`Shared::claims`] when the invocation ends.

@@ -5,6 +5,7 @@
 mod abuse;
 mod backpressure;
 mod cluster;
+mod console;
 mod guard;
 mod idempotency;
 mod invoke;
