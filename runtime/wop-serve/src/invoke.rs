@@ -245,11 +245,17 @@ pub(crate) async fn post(
 
 async fn post_inner(state: AppState, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
     let principal = authenticate(&state, &headers)?;
-    let raw = read_json(&state, &headers, body)
+    let mut raw = read_json(&state, &headers, body)
         .await
         .map_err(|e| e.into_api())?;
-    let b: InvokeBody = serde_json::from_value(raw.clone())
-        .map_err(|e| ApiError::validation(format!("invalid invocation: {e}")))?;
+    // The whole request is kept only when an idempotency key needs its
+    // digest; otherwise it is moved into the invocation, not copied.
+    let parsed = if headers.contains_key("idempotency-key") {
+        InvokeBody::deserialize(&raw)
+    } else {
+        InvokeBody::deserialize(std::mem::take(&mut raw))
+    };
+    let b = parsed.map_err(|e| ApiError::validation(format!("invalid invocation: {e}")))?;
     let ctx = b.node_context.unwrap_or(NodeCtx {
         run_id: None,
         node_id: None,
