@@ -6,6 +6,7 @@ mod abuse;
 mod cluster;
 mod invoke;
 mod mcp;
+mod packs_dir;
 mod process;
 mod python;
 mod rmcp_client;
