@@ -74,7 +74,8 @@ fn label(pack: &Path) -> String {
             Err(_) => name,
         };
     }
-    let manifest = std::fs::read(pack.join("pack.json"))
+    // The bounded, no-follow reader, as at load.
+    let manifest = wop_runtime::pack::read_manifest_bytes(pack)
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
     let Some(m) = manifest else {

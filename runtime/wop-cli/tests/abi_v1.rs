@@ -189,6 +189,46 @@ fn probe_memory_and_timeout_caps() {
     assert_eq!(v["error"]["details"]["limitMs"], 300);
 }
 
+/// `wop probe` applies the loaders' declared-table check: a table above the
+/// cap is the table limit, not "not a valid WebAssembly core module".
+#[test]
+fn probe_reports_a_declared_table_above_the_cap_as_the_table_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let big = module(
+        tmp.path(),
+        "big-table.wasm",
+        r#"(module (table 100001 funcref)
+             (func (export "invoke") (param i32) (result i32) (i32.const 0)))"#,
+    );
+    let o = wop(&["probe", &big]);
+    assert_eq!(o.status.code(), Some(3), "refused before running");
+    let v = line(&o);
+    assert_eq!(v["error"]["code"], "sandbox_memory_exceeded", "{v}");
+    assert_eq!(v["error"]["details"]["cause"], "table-size", "{v}");
+    assert_eq!(v["error"]["details"]["limit"], 100_000, "{v}");
+    assert_eq!(v["error"]["details"]["observed"], 100_001, "{v}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("not a valid WebAssembly"), "{err}");
+    assert!(err.contains("limits.tableElements"), "{err}");
+    // At the cap it is a module like any other.
+    let ok = module(
+        tmp.path(),
+        "cap-table.wasm",
+        r#"(module (table 100000 funcref)
+             (func (export "invoke") (param i32) (result i32) (i32.const 7)))"#,
+    );
+    assert_eq!(line(&wop(&["probe", &ok]))["result"], 7);
+    // The module file is read like every pack file: a FIFO is refused, not
+    // waited on.
+    let fifo = tmp.path().join("fifo.wasm");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let o = wop(&["probe", &fifo.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "usage error: {o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("FIFO"), "{err}");
+}
+
 #[test]
 fn capabilities_document() {
     let o = wop(&["capabilities", "--no-cache"]);

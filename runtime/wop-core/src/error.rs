@@ -28,6 +28,9 @@ pub enum ErrorCode {
     PackSignatureInvalid,
     /// A new version of an approved pack requests more than the approved one.
     PackCapabilityEscalation,
+    /// A pack's version is lower than the approved one (a rollback) and the
+    /// operator did not allow it.
+    PackVersionRollback,
     /// The pack's runtime language or format is not supported here.
     UnsupportedRuntime,
     /// A WASM ABI v1 core module reports an ABI version this runtime does
@@ -89,6 +92,7 @@ impl ErrorCode {
             Self::PackIntegrityMismatch => "pack_integrity_mismatch",
             Self::PackSignatureInvalid => "pack_signature_invalid",
             Self::PackCapabilityEscalation => "pack_capability_escalation",
+            Self::PackVersionRollback => "pack_version_rollback",
             Self::UnsupportedRuntime => "unsupported_runtime",
             Self::UnsupportedAbiVersion => "unsupported_abi_version",
             Self::Forbidden => "forbidden",
@@ -115,7 +119,7 @@ impl ErrorCode {
     }
 
     /// Every code, in declaration order (for tables and documents).
-    pub const ALL: [ErrorCode; 31] = [
+    pub const ALL: [ErrorCode; 32] = [
         Self::SandboxEscapeAttempt,
         Self::SandboxCapabilityDenied,
         Self::SandboxMemoryExceeded,
@@ -125,6 +129,7 @@ impl ErrorCode {
         Self::PackIntegrityMismatch,
         Self::PackSignatureInvalid,
         Self::PackCapabilityEscalation,
+        Self::PackVersionRollback,
         Self::UnsupportedRuntime,
         Self::UnsupportedAbiVersion,
         Self::Forbidden,
@@ -169,6 +174,7 @@ impl ErrorCode {
                 | Self::PackIntegrityMismatch
                 | Self::PackSignatureInvalid
                 | Self::PackCapabilityEscalation
+                | Self::PackVersionRollback
                 | Self::UnsupportedRuntime
                 | Self::UnsupportedAbiVersion
                 | Self::BudgetExhausted
@@ -266,6 +272,51 @@ pub enum LoadError {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// A pack file is not a regular file, is larger than its cap, or
+    /// cannot be read (`crate::packfile`).
+    #[error("pack_validation_failed at {path}: {message}")]
+    PackFile {
+        /// JSON path of the field naming the file (e.g. `$.runtime.entry`),
+        /// `$` for `pack.json`, or the file itself.
+        path: String,
+        /// The file, relative to the pack directory (or as given).
+        file: String,
+        /// `details.reason`: `missing`, `symlink`, `directory`, `fifo`,
+        /// `socket`, `device`, `not-regular`, `too-large`, `unreadable`.
+        reason: &'static str,
+        /// The size cap, for `too-large`.
+        limit: Option<u64>,
+        /// The size seen, for `too-large`.
+        observed: Option<u64>,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// `pack.json` is JSON the canonical form (RFC 8785, over I-JSON)
+    /// cannot represent exactly: a repeated member name, a number it would
+    /// change, a lone surrogate (`crate::ijson`). Refused before the
+    /// signature is verified.
+    #[error("pack_validation_failed at {path}: {message}")]
+    NotCanonical {
+        /// JSON path of the offending value.
+        path: String,
+        /// `details.reason`: `duplicate-member`, `unsafe-integer`,
+        /// `inexact-number`, `lone-surrogate`.
+        reason: &'static str,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// Two packs in one packs directory declare the same name; both are
+    /// refused.
+    #[error(
+        "pack_validation_failed: pack name `{name}` is declared by {} packs in this directory ({}); none of them is loaded: give each pack its own name or remove all but one",
+        .paths.len(), .paths.join(", ")
+    )]
+    DuplicateName {
+        /// The declared name.
+        name: String,
+        /// Every pack declaring it.
+        paths: Vec<String>,
+    },
     /// The entry's sha256 does not match `x-wop.sha256`.
     #[error("pack_integrity_mismatch: {entry} has sha256 {actual}, the manifest says {expected}")]
     Integrity {
@@ -301,6 +352,18 @@ pub enum LoadError {
         approved_version: String,
         /// What it requests beyond the approved version (`kind: item`).
         additions: Vec<String>,
+    },
+    /// The pack's version is lower than the approved one.
+    #[error(
+        "pack_version_rollback: pack `{pack}` {version} is older than the approved {approved_version}; load the approved version, or allow a rollback in the policy ([packs.<name>] allowRollback = true)"
+    )]
+    Rollback {
+        /// The pack name.
+        pack: String,
+        /// The version being loaded.
+        version: String,
+        /// The approved version.
+        approved_version: String,
     },
     /// The runtime language/format is not supported.
     #[error("unsupported_runtime: {0}")]
@@ -376,7 +439,11 @@ impl LoadError {
     /// The protocol code of this error.
     pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Validation { .. } => ErrorCode::PackValidationFailed,
+            Self::Validation { .. }
+            | Self::PackFile { .. }
+            | Self::NotCanonical { .. }
+            | Self::DuplicateName { .. } => ErrorCode::PackValidationFailed,
+            Self::Rollback { .. } => ErrorCode::PackVersionRollback,
             Self::Integrity { .. } => ErrorCode::PackIntegrityMismatch,
             Self::Signature { .. } => ErrorCode::PackSignatureInvalid,
             Self::Escalation { .. } => ErrorCode::PackCapabilityEscalation,
@@ -393,6 +460,34 @@ impl LoadError {
     pub fn details(&self) -> Map<String, Value> {
         match self {
             Self::Validation { path, .. } => crate::details! {"path" => path},
+            Self::PackFile {
+                path,
+                file,
+                reason,
+                limit,
+                observed,
+                ..
+            } => {
+                let mut d = crate::details! {"path" => path, "file" => file, "reason" => reason};
+                if let (Some(l), Some(o)) = (limit, observed) {
+                    d.insert("limit".to_owned(), Value::from(*l));
+                    d.insert("observed".to_owned(), Value::from(*o));
+                }
+                d
+            }
+            Self::NotCanonical { path, reason, .. } => {
+                crate::details! {"path" => path, "reason" => reason}
+            }
+            Self::DuplicateName { name, paths } => {
+                crate::details! {"reason" => "duplicate-name", "name" => name, "paths" => paths}
+            }
+            Self::Rollback {
+                pack,
+                version,
+                approved_version,
+            } => crate::details! {
+                "pack" => pack, "version" => version, "approvedVersion" => approved_version
+            },
             Self::Integrity {
                 entry,
                 expected,

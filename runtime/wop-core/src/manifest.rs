@@ -127,6 +127,64 @@ fn valid_version(s: &str) -> bool {
             .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
 }
 
+/// Semantic-version precedence (SemVer 2.0.0 §11) of two versions that
+/// [`valid_version`] accepts: MAJOR, MINOR, PATCH numerically; a
+/// pre-release is lower than its release; pre-release identifiers compare
+/// numerically when both are digits, else as ASCII, numeric below
+/// alphanumeric, fewer below more; build metadata is ignored. `None` when
+/// either is not a version.
+pub fn compare_versions(a: &str, b: &str) -> Option<std::cmp::Ordering> {
+    use std::cmp::Ordering;
+    fn split(v: &str) -> Option<(Vec<&str>, Option<&str>)> {
+        if !valid_version(v) {
+            return None;
+        }
+        let main = v.split_once('+').map_or(v, |(m, _)| m);
+        let (core, pre) = match main.split_once('-') {
+            Some((c, p)) => (c, Some(p)),
+            None => (main, None),
+        };
+        Some((core.split('.').collect(), pre))
+    }
+    /// Two digit strings by value, without overflow.
+    fn numeric(x: &str, y: &str) -> Ordering {
+        let (x, y) = (x.trim_start_matches('0'), y.trim_start_matches('0'));
+        x.len().cmp(&y.len()).then_with(|| x.cmp(y))
+    }
+    let (ca, pa) = split(a)?;
+    let (cb, pb) = split(b)?;
+    for (x, y) in ca.iter().zip(&cb) {
+        match numeric(x, y) {
+            Ordering::Equal => {}
+            o => return Some(o),
+        }
+    }
+    Some(match (pa, pb) {
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) => Ordering::Greater,
+        (Some(_), None) => Ordering::Less,
+        (Some(pa), Some(pb)) => {
+            let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+            let (ia, ib): (Vec<&str>, Vec<&str>) =
+                (pa.split('.').collect(), pb.split('.').collect());
+            let mut out = ia.len().cmp(&ib.len());
+            for (x, y) in ia.iter().zip(&ib) {
+                let o = match (digits(x), digits(y)) {
+                    (true, true) => numeric(x, y),
+                    (true, false) => Ordering::Less,
+                    (false, true) => Ordering::Greater,
+                    (false, false) => x.cmp(y),
+                };
+                if o != Ordering::Equal {
+                    out = o;
+                    break;
+                }
+            }
+            out
+        }
+    })
+}
+
 /// Checks that a manifest path stays inside the pack directory, lexically.
 /// (Symlinks are handled by opening through a `cap-std` `Dir`.)
 pub fn check_relative_path(path: &str, json_path: &str) -> Result<(), LoadError> {
@@ -150,7 +208,18 @@ pub fn check_relative_path(path: &str, json_path: &str) -> Result<(), LoadError>
 
 impl Manifest {
     /// Parses and validates `pack.json` bytes.
+    ///
+    /// Bytes the canonical form cannot represent exactly (a repeated
+    /// member name, an integer beyond ±(2^53−1) or another number it would
+    /// change, a lone surrogate: [`crate::ijson`]) are refused first, with
+    /// [`LoadError::NotCanonical`], so nothing is verified or run that the
+    /// signature would not bind.
     pub fn parse(bytes: &[u8]) -> Result<Manifest, LoadError> {
+        crate::ijson::check(bytes).map_err(|f| LoadError::NotCanonical {
+            path: f.path,
+            reason: f.violation.reason(),
+            message: f.message,
+        })?;
         let v: Value = serde_json::from_slice(bytes)
             .map_err(|e| err("$", format!("pack.json is not valid JSON: {e}")))?;
         if !v.is_object() {
@@ -457,6 +526,73 @@ mod tests {
             let mut v = good();
             mutate(&mut v);
             assert_eq!(path_of(v), want);
+        }
+    }
+
+    #[test]
+    fn version_precedence() {
+        use std::cmp::Ordering::{Equal as E, Greater as G, Less as L};
+        let cases: &[(&str, &str, Option<std::cmp::Ordering>)] = &[
+            ("1.0.0", "1.0.0", Some(E)),
+            ("1.0.0", "1.0.1", Some(L)),
+            ("1.2.0", "1.10.0", Some(L)),
+            ("2.0.0", "1.99.99", Some(G)),
+            ("1.0.0-alpha", "1.0.0", Some(L)),
+            ("1.0.0", "1.0.0-rc.1", Some(G)),
+            ("1.0.0-alpha", "1.0.0-alpha.1", Some(L)),
+            ("1.0.0-alpha.1", "1.0.0-alpha.beta", Some(L)),
+            ("1.0.0-beta.2", "1.0.0-beta.11", Some(L)),
+            ("1.0.0-rc.1", "1.0.0-beta.11", Some(G)),
+            ("1.0.0+build.1", "1.0.0+build.2", Some(E)),
+            ("1.0.0-rc.1+x", "1.0.0-rc.1", Some(E)),
+            (
+                "99999999999999999999999.0.0",
+                "99999999999999999999998.0.0",
+                Some(G),
+            ),
+            ("01.0.0", "1.0.0", Some(E)),
+            ("1.0", "1.0.0", None),
+            ("1.0.0", "latest", None),
+        ];
+        for (a, b, want) in cases {
+            assert_eq!(compare_versions(a, b), *want, "{a} vs {b}");
+        }
+    }
+
+    #[test]
+    fn non_canonical_manifests_are_refused_before_anything_else() {
+        // Each is otherwise a good manifest.
+        let text = good().to_string();
+        let cases = [
+            (
+                text.replacen("\"kind\"", "\"name\":\"decoy\",\"kind\"", 1),
+                "duplicate-member",
+                "$.name",
+            ),
+            (
+                text.replacen(
+                    "\"capabilities\":[\"log\"]",
+                    "\"capabilities\":[\"log\"],\"limits\":{\"fuel\":18446744073709551615}",
+                    1,
+                ),
+                "unsafe-integer",
+                "$.x-wop.limits.fuel",
+            ),
+            (
+                text.replacen("\"hello\"", "\"hel\\ud800lo\"", 1),
+                "lone-surrogate",
+                "$.name",
+            ),
+        ];
+        for (doc, reason, path) in cases {
+            match Manifest::parse(doc.as_bytes()) {
+                Err(LoadError::NotCanonical {
+                    reason: r, path: p, ..
+                }) => {
+                    assert_eq!((r, p.as_str()), (reason, path), "{doc}")
+                }
+                other => panic!("{doc}: expected NotCanonical, got {other:?}"),
+            }
         }
     }
 

@@ -1,7 +1,8 @@
 //! Loading a pack directory: manifest, integrity, the import gate and the
-//! describe() check. Files are opened through a `cap-std` `Dir` rooted at
-//! the pack directory, so no manifest path can leave it (`..`, absolute
-//! paths and symlinks pointing outside all fail).
+//! describe() check. Every file is read by [`crate::packfile`] through a
+//! `cap-std` `Dir` rooted at the pack directory, so no manifest path can
+//! leave it (`..`, absolute paths fail), and only regular files are read:
+//! no symlink is followed, no FIFO waited on, no size unchecked.
 
 use crate::capability::{Capability, ImportVerdict, classify_import, effective};
 use crate::error::LoadError;
@@ -12,13 +13,9 @@ use cap_std::fs::Dir;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// Largest `pack.json` accepted.
-const MAX_MANIFEST_BYTES: u64 = 1 << 20;
-/// Largest entry file accepted.
-const MAX_ENTRY_BYTES: u64 = 256 << 20;
+use crate::packfile::{MAX_ENTRY_BYTES, MAX_MANIFEST_BYTES, MAX_SIG_BYTES};
 
 /// One import of the component and the verdict on it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -102,10 +99,27 @@ pub fn read_pack_trusted(
 /// (for `wop inspect` / `wop verify`).
 pub fn trust_verdict(dir: &Path, policy: &Policy) -> Result<crate::trust::TrustVerdict, LoadError> {
     let root = open_root(dir)?;
-    let raw = read_capped(&root, "pack.json", MAX_MANIFEST_BYTES, "$")?;
+    let raw = read_capped(&root, MANIFEST_FILE, MAX_MANIFEST_BYTES, "$")?;
     let manifest = Manifest::parse(&raw)?;
     let sig = read_sig(&root)?;
     crate::trust::check(policy, &manifest, &raw, sig.as_deref())
+}
+
+/// The manifest's file name inside a pack directory.
+pub const MANIFEST_FILE: &str = "pack.json";
+
+/// The bytes of `pack.json` in the pack directory `dir`, read by the
+/// bounded, no-follow reader ([`crate::packfile`]): the one way anything
+/// (the ABI v1 detection included) looks at a manifest.
+pub fn read_manifest_bytes(dir: &Path) -> Result<Vec<u8>, LoadError> {
+    let root = open_root(dir)?;
+    read_capped(&root, MANIFEST_FILE, MAX_MANIFEST_BYTES, "$")
+}
+
+/// The name `dir`'s manifest declares, read and validated as the loaders
+/// do (for grouping packs by their declared identity).
+pub fn declared_name(dir: &Path) -> Result<String, LoadError> {
+    Manifest::parse(&read_manifest_bytes(dir)?).map(|m| m.name)
 }
 
 fn open_root(dir: &Path) -> Result<Dir, LoadError> {
@@ -117,16 +131,14 @@ fn open_root(dir: &Path) -> Result<Dir, LoadError> {
     })
 }
 
+/// `pack.sig`, if there is anything by that name (which must then be a
+/// regular file like every pack file).
 fn read_sig(root: &Dir) -> Result<Option<Vec<u8>>, LoadError> {
-    match root.try_exists(crate::trust::SIG_FILE) {
-        Ok(true) => read_capped(
-            root,
-            crate::trust::SIG_FILE,
-            64 << 10,
-            crate::trust::SIG_FILE,
-        )
-        .map(Some),
-        _ => Ok(None),
+    let file = crate::trust::SIG_FILE;
+    match crate::packfile::kind_in(root, file) {
+        Ok(None) => Ok(None),
+        Ok(Some(_)) => read_capped(root, file, MAX_SIG_BYTES, file).map(Some),
+        Err(r) => Err(r.into_load_error(file, file)),
     }
 }
 
@@ -135,7 +147,7 @@ fn read_pack_with(
     check: impl Fn(&Dir, &Manifest, &[u8]) -> Result<(), LoadError>,
 ) -> Result<(Manifest, Vec<u8>, String), LoadError> {
     let root = open_root(dir)?;
-    let manifest_bytes = read_capped(&root, "pack.json", MAX_MANIFEST_BYTES, "$")?;
+    let manifest_bytes = read_capped(&root, MANIFEST_FILE, MAX_MANIFEST_BYTES, "$")?;
     let manifest = Manifest::parse(&manifest_bytes)?;
     check(&root, &manifest, &manifest_bytes)?;
     let entry = read_capped(
@@ -155,34 +167,10 @@ fn read_pack_with(
     Ok((manifest, entry, actual))
 }
 
+/// Every pack file is read here: [`crate::packfile::read_in`] (regular
+/// files only, no blocking open, size checked before reading).
 fn read_capped(root: &Dir, rel: &str, cap: u64, json_path: &str) -> Result<Vec<u8>, LoadError> {
-    let file = root.open(rel).map_err(|e| {
-        LoadError::validation(
-            json_path,
-            format!("cannot open `{rel}` inside the pack directory: {e}"),
-        )
-    })?;
-    let meta = file
-        .metadata()
-        .map_err(|e| LoadError::validation(json_path, format!("cannot stat `{rel}`: {e}")))?;
-    if !meta.is_file() {
-        return Err(LoadError::validation(
-            json_path,
-            format!("`{rel}` is not a regular file"),
-        ));
-    }
-    if meta.len() > cap {
-        return Err(LoadError::validation(
-            json_path,
-            format!("`{rel}` is {} bytes; the limit is {cap}", meta.len()),
-        ));
-    }
-    let mut out = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.into_std()
-        .take(cap + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| LoadError::validation(json_path, format!("cannot read `{rel}`: {e}")))?;
-    Ok(out)
+    crate::packfile::read_in(root, rel, cap).map_err(|r| r.into_load_error(json_path, rel))
 }
 
 /// The import gate: every import judged in declaration order; the first

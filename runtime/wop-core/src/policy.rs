@@ -269,8 +269,14 @@ pub struct PackGrant {
     pub require_signature: Option<bool>,
     /// The approved version's `pack.json` (a file, or a pack directory
     /// holding one). A version that requests more than it is refused with
-    /// `pack_capability_escalation` until this points at that version.
+    /// `pack_capability_escalation` until this points at that version; a
+    /// lower version is refused with `pack_version_rollback` unless
+    /// `allowRollback` is set.
     pub approved: Option<PathBuf>,
+    /// Load a version lower than the approved one (default `false`: a
+    /// rollback is refused with `pack_version_rollback`).
+    #[serde(default)]
+    pub allow_rollback: bool,
 }
 
 /// A directory granted to a pack.

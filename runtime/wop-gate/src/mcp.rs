@@ -31,7 +31,7 @@ use wop_core::policy::mcp::{
     McpDenial, McpRequest, McpServerConfig, ToolTier, authorize_server, authorize_tool,
     tool_allowed, tool_id,
 };
-use wop_mcp::{McpError, McpHub};
+use wop_mcp::{McpError, McpFailure, McpHub};
 
 /// The `params._meta` key that carries the effect id to the server.
 pub const IDEMPOTENCY_META_KEY: &str = "dev.openwop/idempotencyKey";
@@ -250,24 +250,30 @@ pub fn mcp_gate_error(e: &McpError) -> GateError {
     gate_error(kind, code.as_str(), e.to_string(), e.details())
 }
 
-/// An [`McpError`] as a provider failure (`tools/call`), telling the gate
-/// whether anything reached the server.
-fn failure(e: &McpError) -> ToolFailure {
+/// A failed `tools/call` as a provider failure (decision 0018): refused
+/// before the request was written — unknown server, no common revision, a
+/// connect or handshake that failed or timed out — is `not_sent`, so the
+/// gate releases the effect claim and a retry reaches the server; the
+/// server's answer (an error, or too much) is the outcome; sent and never
+/// answered is unknown.
+fn classify(f: &McpFailure) -> ToolFailure {
+    let e = &f.error;
     let code = code_of(e).as_str();
-    let mut f = match e {
-        // Refused before the request was written (unknown id, handshake).
-        McpError::NotFound { .. } | McpError::VersionUnsupported { .. } => {
-            ToolFailure::not_sent(code, e.to_string())
+    let mut out = if !f.sent {
+        ToolFailure::not_sent(code, e.to_string())
+    } else {
+        match e {
+            McpError::Rpc { .. } | McpError::TooLarge { .. } => {
+                ToolFailure::answered(code, e.to_string(), None)
+            }
+            McpError::NotFound { .. } | McpError::VersionUnsupported { .. } => {
+                ToolFailure::not_sent(code, e.to_string())
+            }
+            McpError::Unavailable { .. } => ToolFailure::unknown(code, e.to_string()),
         }
-        // The server answered (with an error, or too much).
-        McpError::Rpc { .. } | McpError::TooLarge { .. } => {
-            ToolFailure::answered(code, e.to_string(), None)
-        }
-        // Sent, maybe performed, no answer.
-        McpError::Unavailable { .. } => ToolFailure::unknown(code, e.to_string()),
     };
-    f.details = Some(e.details());
-    f
+    out.details = Some(e.details());
+    out
 }
 
 fn timed_out(ms: u128) -> McpError {
@@ -290,14 +296,13 @@ impl crate::ToolProvider for McpTool {
         if let Some(k) = &call.idempotency_key {
             meta.insert(IDEMPOTENCY_META_KEY.to_owned(), Value::String(k.clone()));
         }
-        let fut = self
-            .hub
-            .call_tool(&self.server, &self.name, call.arguments, meta);
-        match tokio::time::timeout(call.timeout, fut).await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(failure(&e)),
-            Err(_) => Err(failure(&timed_out(call.timeout.as_millis()))),
-        }
+        // The hub keeps the deadline itself, so a connect or handshake that
+        // runs out of time is known not to have sent the call.
+        let by = tokio::time::Instant::now() + call.timeout;
+        self.hub
+            .call_tool_by(&self.server, &self.name, call.arguments, meta, Some(by))
+            .await
+            .map_err(|f| classify(&f))
     }
 }
 

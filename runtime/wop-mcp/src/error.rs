@@ -46,6 +46,35 @@ pub enum McpError {
     },
 }
 
+/// A failed request, and whether it may have reached the server.
+///
+/// `sent: false` means the request was certainly never written to the
+/// server: the server id is unknown, the connection or the revision
+/// handshake failed or timed out, the server was dead or restarting, or an
+/// HTTP connection could not be opened. Nothing was performed, so a caller
+/// holding an effect claim releases it. `sent: true` means it may have
+/// been (an answer, an error answer, or no answer after it was written).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{error}")]
+pub struct McpFailure {
+    /// What went wrong.
+    pub error: McpError,
+    /// Whether the request may have reached the server.
+    pub sent: bool,
+}
+
+impl McpFailure {
+    /// A failure before the request was written.
+    pub fn not_sent(error: McpError) -> Self {
+        Self { error, sent: false }
+    }
+
+    /// A failure after the request may have been written.
+    pub fn sent(error: McpError) -> Self {
+        Self { error, sent: true }
+    }
+}
+
 impl McpError {
     /// The registered error code (`not_found`, `mcp_error`,
     /// `upstream_unavailable`, `interop_version_unsupported`,
@@ -95,6 +124,36 @@ impl McpError {
     pub(crate) fn unavailable(reason: impl Into<String>) -> Self {
         McpError::Unavailable {
             reason: reason.into(),
+        }
+    }
+
+    /// The refusal of a message that is not valid UTF-8, the same on every
+    /// transport (stdio line, HTTP JSON body, SSE event).
+    pub(crate) fn invalid_utf8() -> Self {
+        McpError::unavailable("MCP server sent a message that is not valid UTF-8")
+    }
+
+    /// The refusal of a message that is not JSON, the same on every
+    /// transport.
+    pub(crate) fn invalid_json() -> Self {
+        McpError::unavailable("MCP server sent a message that is not valid JSON")
+    }
+
+    /// A handshake that failed: whatever the server answered, the call was
+    /// never sent, so it is `upstream_unavailable` (retryable) — except a
+    /// revision this host cannot speak, which keeps its own code.
+    pub(crate) fn handshake(self) -> Self {
+        match self {
+            McpError::Unavailable { .. }
+            | McpError::VersionUnsupported { .. }
+            | McpError::NotFound { .. } => self,
+            McpError::Rpc { code, message, .. } => McpError::unavailable(format!(
+                "MCP handshake failed: the server answered error {code}: {}",
+                message.chars().take(256).collect::<String>()
+            )),
+            McpError::TooLarge { limit, .. } => McpError::unavailable(format!(
+                "MCP handshake failed: the server's answer exceeds {limit} bytes"
+            )),
         }
     }
 }

@@ -9,7 +9,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
 use crate::config::McpServerConfig;
-use crate::error::McpError;
+use crate::error::{McpError, McpFailure};
 use crate::protocol::{self, Incoming};
 use crate::sse::{SseItem, SseParser};
 
@@ -119,8 +119,10 @@ impl HttpConn {
     }
 
     /// Sends a request and returns the result of the response with its id
-    /// (the caller bounds time by dropping this future).
-    pub(crate) async fn request(&self, method: &str, params: &Value) -> Result<Value, McpError> {
+    /// (the caller bounds time by dropping this future). A connection that
+    /// could not be opened is a failure before sending; anything later may
+    /// have reached the server.
+    pub(crate) async fn request(&self, method: &str, params: &Value) -> Result<Value, McpFailure> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = protocol::request_bytes(id, method, params);
         let resp = self
@@ -130,7 +132,14 @@ impl HttpConn {
             .body(body)
             .send()
             .await
-            .map_err(|e| McpError::unavailable(transport_reason(&e)))?;
+            .map_err(|e| {
+                let err = McpError::unavailable(transport_reason(&e));
+                if e.is_connect() {
+                    McpFailure::not_sent(err)
+                } else {
+                    McpFailure::sent(err)
+                }
+            })?;
         let status = resp.status();
         if let Some(sid) = resp
             .headers()
@@ -143,10 +152,12 @@ impl HttpConn {
         }
         if status.as_u16() == 404 && self.had_session() {
             self.dead.store(true, Ordering::Relaxed);
-            return Err(McpError::unavailable("MCP session expired (HTTP 404)"));
+            return Err(McpFailure::sent(McpError::unavailable(
+                "MCP session expired (HTTP 404)",
+            )));
         }
         if !status.is_success() {
-            return Err(self.status_error(resp, id).await);
+            return Err(McpFailure::sent(self.status_error(resp, id).await));
         }
         let ctype = resp
             .headers()
@@ -157,17 +168,19 @@ impl HttpConn {
         if ctype.starts_with("text/event-stream") {
             self.read_sse(resp, id).await
         } else if ctype.starts_with("application/json") {
-            let bytes = read_bounded(resp, self.max).await?;
-            let msg: Value = serde_json::from_slice(&bytes)
-                .map_err(|_| McpError::unavailable("MCP server sent invalid JSON"))?;
+            let bytes = read_bounded(resp, self.max)
+                .await
+                .map_err(McpFailure::sent)?;
+            let msg = protocol::parse_message(&bytes).map_err(McpFailure::sent)?;
             pick_response(msg, id)
                 .unwrap_or_else(|| Err(McpError::unavailable("MCP response id mismatch")))
+                .map_err(McpFailure::sent)
         } else {
-            Err(McpError::unavailable(format!(
+            Err(McpFailure::sent(McpError::unavailable(format!(
                 "MCP server answered HTTP {} with content type {:?}",
                 status.as_u16(),
                 ctype.chars().take(64).collect::<String>()
-            )))
+            ))))
         }
     }
 
@@ -208,7 +221,7 @@ impl HttpConn {
         }
         // A 4xx may carry a JSON-RPC error for our request.
         if let Ok(bytes) = read_bounded(resp, ERROR_BODY_MAX).await
-            && let Ok(msg) = serde_json::from_slice::<Value>(&bytes)
+            && let Ok(msg) = protocol::parse_message(&bytes)
         {
             if let Some(Err(e)) = pick_response(msg.clone(), id) {
                 return e;
@@ -226,7 +239,7 @@ impl HttpConn {
         }
     }
 
-    async fn read_sse(&self, mut resp: reqwest::Response, id: u64) -> Result<Value, McpError> {
+    async fn read_sse(&self, mut resp: reqwest::Response, id: u64) -> Result<Value, McpFailure> {
         let max = usize::try_from(self.max).unwrap_or(usize::MAX);
         let mut parser = SseParser::new(max);
         let mut items = Vec::new();
@@ -234,32 +247,28 @@ impl HttpConn {
             let chunk = resp
                 .chunk()
                 .await
-                .map_err(|e| McpError::unavailable(transport_reason(&e)))?;
+                .map_err(|e| McpFailure::sent(McpError::unavailable(transport_reason(&e))))?;
             let Some(chunk) = chunk else {
-                return Err(McpError::unavailable(
+                return Err(McpFailure::sent(McpError::unavailable(
                     "MCP event stream ended without a response",
-                ));
+                )));
             };
             parser.feed(&chunk, &mut items);
             for item in items.drain(..) {
                 match item {
                     SseItem::TooLarge { observed } => {
-                        return Err(McpError::TooLarge {
+                        return Err(McpFailure::sent(McpError::TooLarge {
                             limit: self.max,
                             observed,
-                        });
+                        }));
                     }
                     // Priming events (SEP-1699) carry an id and empty data.
-                    SseItem::Data(data) if data.trim().is_empty() => {}
+                    SseItem::Data(data) if data.iter().all(u8::is_ascii_whitespace) => {}
                     SseItem::Data(data) => {
                         // Notifications, server requests, other ids: skipped.
-                        let Ok(msg) = serde_json::from_str::<Value>(&data) else {
-                            return Err(McpError::unavailable(
-                                "MCP server sent invalid JSON in an event",
-                            ));
-                        };
+                        let msg = protocol::parse_message(&data).map_err(McpFailure::sent)?;
                         if let Some(outcome) = pick_response(msg, id) {
-                            return outcome;
+                            return outcome.map_err(McpFailure::sent);
                         }
                     }
                 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::config::{McpServerConfig, validate_servers};
-use crate::error::McpError;
+use crate::error::{McpError, McpFailure};
 use crate::server::Server;
 
 /// The host-side MCP client for a fixed set of configured servers.
@@ -67,13 +67,31 @@ impl McpHub {
         arguments: Value,
         meta: Map<String, Value>,
     ) -> Result<Value, McpError> {
-        let srv = self.server(server)?;
+        self.call_tool_by(server, name, arguments, meta, None)
+            .await
+            .map_err(|f| f.error)
+    }
+
+    /// [`McpHub::call_tool`], finished by `by` (besides the server's own
+    /// `timeoutMs`), telling on failure whether the request may have
+    /// reached the server ([`McpFailure::sent`]): a connect or handshake
+    /// that fails or times out never sends it, so a caller holding an
+    /// effect claim can give the claim back.
+    pub async fn call_tool_by(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: Value,
+        meta: Map<String, Value>,
+        by: Option<tokio::time::Instant>,
+    ) -> Result<Value, McpFailure> {
+        let srv = self.server(server).map_err(McpFailure::not_sent)?;
         let mut base = Map::new();
         base.insert("name".into(), Value::String(name.to_owned()));
         if !arguments.is_null() {
             base.insert("arguments".into(), arguments);
         }
-        srv.request("tools/call", base, meta).await
+        srv.request("tools/call", base, meta, by).await
     }
 
     /// One page of `tools/list` as received (including `nextCursor`).
@@ -87,7 +105,9 @@ impl McpHub {
         if let Some(c) = cursor {
             base.insert("cursor".into(), Value::String(c));
         }
-        srv.request("tools/list", base, Map::new()).await
+        srv.request("tools/list", base, Map::new(), None)
+            .await
+            .map_err(|f| f.error)
     }
 
     /// `resources/read` as received.
@@ -95,7 +115,9 @@ impl McpHub {
         let srv = self.server(server)?;
         let mut base = Map::new();
         base.insert("uri".into(), Value::String(uri.to_owned()));
-        srv.request("resources/read", base, Map::new()).await
+        srv.request("resources/read", base, Map::new(), None)
+            .await
+            .map_err(|f| f.error)
     }
 
     /// The host's health document: `{serverId, transport, protocolVersion,

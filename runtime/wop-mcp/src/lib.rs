@@ -41,7 +41,7 @@ mod sse;
 mod stdio;
 
 pub use config::{McpServerConfig, McpTransportKind, ToolTier};
-pub use error::McpError;
+pub use error::{McpError, McpFailure};
 pub use hub::McpHub;
 pub use protocol::{
     REV_2025_03_26, REV_2025_06_18, REV_2025_11_25, REV_2026_07_28, SUPPORTED_REVISIONS,

@@ -140,6 +140,14 @@ pub(crate) enum Incoming {
     Invalid,
 }
 
+/// Parses one incoming message (a stdio line, an HTTP JSON body, an SSE
+/// event's data), refusing invalid UTF-8 and invalid JSON with the same
+/// errors on every transport.
+pub(crate) fn parse_message(bytes: &[u8]) -> Result<Value, McpError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| McpError::invalid_utf8())?;
+    serde_json::from_str(text).map_err(|_| McpError::invalid_json())
+}
+
 /// Classifies a parsed message.
 pub(crate) fn classify(msg: Value) -> Incoming {
     let Value::Object(mut obj) = msg else {

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use tokio::time::{Instant, sleep_until, timeout_at};
 
 use crate::config::{McpServerConfig, McpTransportKind};
-use crate::error::McpError;
+use crate::error::{McpError, McpFailure};
 use crate::http::{self, HttpConn};
 use crate::session::{Session, Wire};
 use crate::stdio::StdioConn;
@@ -76,48 +76,69 @@ impl Server {
         self.info.lock().ok().and_then(|i| i.version.clone())
     }
 
-    /// Sends one request, connecting first if needed; all within the timeout.
+    /// Sends one request, connecting first if needed; all within the
+    /// server's timeout and, if given, by `by` (whichever comes first).
+    /// The failure says whether the request may have reached the server:
+    /// nothing before the session is up (connect, handshake, waiting for a
+    /// restart) sends it.
     pub(crate) async fn request(
         &self,
         method: &str,
         base: Map<String, Value>,
         meta: Map<String, Value>,
-    ) -> Result<Value, McpError> {
-        let deadline = self.deadline();
-        let session = self.session(deadline).await?;
+        by: Option<Instant>,
+    ) -> Result<Value, McpFailure> {
+        let started = Instant::now();
+        let deadline = match by {
+            Some(b) => b.min(self.deadline()),
+            None => self.deadline(),
+        };
+        let session = self.session(deadline).await.map_err(McpFailure::not_sent)?;
         let first = self
             .bounded(
+                started,
                 deadline,
                 session.request(method, base.clone(), meta.clone()),
             )
             .await;
         // An HTTP session the server forgot (404) was not processed there:
         // start a new session and send once more, within the same deadline.
-        let expired = matches!(first, Err(McpError::Unavailable { .. }))
-            && matches!(&session.wire, Wire::Http(c) if c.is_dead());
+        let expired = matches!(
+            &first,
+            Err(McpFailure {
+                error: McpError::Unavailable { .. },
+                ..
+            })
+        ) && matches!(&session.wire, Wire::Http(c) if c.is_dead());
         if !expired {
             return first;
         }
-        let session = self.session(deadline).await?;
-        self.bounded(deadline, session.request(method, base, meta))
+        let session = self.session(deadline).await.map_err(McpFailure::not_sent)?;
+        self.bounded(started, deadline, session.request(method, base, meta))
             .await
     }
 
+    /// `fut` (a request on a live session) until `deadline`; running out
+    /// of time once it was started may leave it sent.
     async fn bounded(
         &self,
+        started: Instant,
         deadline: Instant,
-        fut: impl Future<Output = Result<Value, McpError>>,
-    ) -> Result<Value, McpError> {
+        fut: impl Future<Output = Result<Value, McpFailure>>,
+    ) -> Result<Value, McpFailure> {
         match timeout_at(deadline, fut).await {
             Ok(r) => r,
-            Err(_) => Err(McpError::unavailable(format!(
+            Err(_) => Err(McpFailure::sent(McpError::unavailable(format!(
                 "MCP call timed out after {} ms",
-                self.cfg.timeout_ms
-            ))),
+                started.elapsed().as_millis()
+            )))),
         }
     }
 
-    /// The live session, (re)starting it if needed.
+    /// The live session, (re)starting it if needed. Every failure here is
+    /// before any caller's request was sent; a handshake the server
+    /// answered with an error is `upstream_unavailable` like one it never
+    /// answered ([`McpError::handshake`]).
     async fn session(&self, deadline: Instant) -> Result<Arc<Session>, McpError> {
         let mut live = timeout_at(deadline, self.live.lock())
             .await
@@ -170,7 +191,7 @@ impl Server {
             }
             Err((e, detail)) => {
                 self.note_failure(detail, false);
-                Err(e)
+                Err(e.handshake())
             }
         }
     }
@@ -246,9 +267,13 @@ impl Server {
                     match timeout_at(deadline, session.request("ping", Map::new(), Map::new()))
                         .await
                     {
-                        Ok(Ok(_)) | Ok(Err(McpError::Rpc { .. })) => "ready",
-                        Ok(Err(e)) => {
-                            self.set_last_error(e.to_string());
+                        Ok(Ok(_))
+                        | Ok(Err(McpFailure {
+                            error: McpError::Rpc { .. },
+                            ..
+                        })) => "ready",
+                        Ok(Err(f)) => {
+                            self.set_last_error(f.error.to_string());
                             "down"
                         }
                         Err(_) => {

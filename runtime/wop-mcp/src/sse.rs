@@ -6,8 +6,10 @@ use crate::lines::{LineEvent, LineSplitter};
 /// One parsed item.
 #[derive(Debug, PartialEq)]
 pub(crate) enum SseItem {
-    /// The joined `data:` lines of one event.
-    Data(String),
+    /// The joined `data:` lines of one event, as received (not yet checked
+    /// for UTF-8: the message parser refuses invalid UTF-8 the same way on
+    /// every transport).
+    Data(Vec<u8>),
     /// An event (or one of its lines) passed the cap; `observed` is a lower
     /// bound of its size.
     TooLarge {
@@ -20,7 +22,7 @@ pub(crate) enum SseItem {
 pub(crate) struct SseParser {
     lines: LineSplitter,
     max: usize,
-    data: String,
+    data: Vec<u8>,
     has_data: bool,
     oversized: bool,
     events: Vec<LineEvent>,
@@ -32,7 +34,7 @@ impl SseParser {
         SseParser {
             lines: LineSplitter::new(max.saturating_add(16)),
             max,
-            data: String::new(),
+            data: Vec::new(),
             has_data: false,
             oversized: false,
             events: Vec::new(),
@@ -70,25 +72,27 @@ impl SseParser {
         if self.oversized {
             return;
         }
-        let text = String::from_utf8_lossy(line);
-        let (field, value) = match text.split_once(':') {
-            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-            None => (text.as_ref(), ""),
+        let (field, value) = match line.iter().position(|b| *b == b':') {
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &b""[..]),
         };
-        if field != "data" {
+        if field != b"data" {
             return;
         }
         if self.has_data {
-            self.data.push('\n');
+            self.data.push(b'\n');
         }
-        self.data.push_str(value);
+        self.data.extend_from_slice(value);
         self.has_data = true;
         if self.data.len() > self.max {
             out.push(SseItem::TooLarge {
                 observed: self.data.len() as u64,
             });
             self.oversized = true;
-            self.data = String::new();
+            self.data = Vec::new();
         }
     }
 }
@@ -109,10 +113,19 @@ mod tests {
         assert_eq!(
             out,
             vec![
-                SseItem::Data("{\"a\":\n1}".into()),
-                SseItem::Data("x".into())
+                SseItem::Data(b"{\"a\":\n1}".to_vec()),
+                SseItem::Data(b"x".to_vec())
             ]
         );
+    }
+
+    #[test]
+    fn keeps_bytes_as_sent() {
+        let mut p = SseParser::new(100);
+        let mut out = Vec::new();
+        p.feed(b"data: \"\xff\xfe\"\n\n", &mut out);
+        assert_eq!(out, vec![SseItem::Data(b"\"\xff\xfe\"".to_vec())]);
+        assert!(crate::protocol::parse_message(b"\"\xff\"").is_err());
     }
 
     #[test]
@@ -121,7 +134,7 @@ mod tests {
         let mut out = Vec::new();
         p.feed(b"data: 12345\ndata: 67890\n\ndata: ok\n\n", &mut out);
         assert!(matches!(out[0], SseItem::TooLarge { .. }));
-        assert_eq!(out[1], SseItem::Data("ok".into()));
+        assert_eq!(out[1], SseItem::Data(b"ok".to_vec()));
         assert_eq!(out.len(), 2);
     }
 }

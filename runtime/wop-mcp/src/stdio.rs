@@ -12,7 +12,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::McpServerConfig;
-use crate::error::McpError;
+use crate::error::{McpError, McpFailure};
 use crate::lines::{LineEvent, LineSplitter};
 use crate::protocol::{self, Incoming};
 use crate::ring::ByteRing;
@@ -132,23 +132,25 @@ impl StdioConn {
     }
 
     /// Sends a request and waits for its response (the caller bounds time).
-    pub(crate) async fn request(&self, method: &str, params: &Value) -> Result<Value, McpError> {
+    /// A dead connection, or a writer that no longer takes lines, fails
+    /// before sending; once the line is queued to the child it may have
+    /// been read.
+    pub(crate) async fn request(&self, method: &str, params: &Value) -> Result<Value, McpFailure> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
-            let mut p = self
-                .pending
-                .lock()
-                .map_err(|_| McpError::unavailable("connection state poisoned"))?;
+            let mut p = self.pending.lock().map_err(|_| {
+                McpFailure::not_sent(McpError::unavailable("connection state poisoned"))
+            })?;
             let reason = p.dead_reason.clone();
             match p.map.as_mut() {
                 Some(map) => {
                     map.insert(id, tx);
                 }
                 None => {
-                    return Err(McpError::unavailable(
+                    return Err(McpFailure::not_sent(McpError::unavailable(
                         reason.unwrap_or_else(|| "connection closed".into()),
-                    ));
+                    )));
                 }
             }
         }
@@ -159,14 +161,16 @@ impl StdioConn {
         let mut line = protocol::request_bytes(id, method, params);
         line.push(b'\n');
         if self.writer.send(line).await.is_err() {
-            return Err(McpError::unavailable("MCP server stdin closed"));
+            return Err(McpFailure::not_sent(McpError::unavailable(
+                "MCP server stdin closed",
+            )));
         }
         let out = match rx.await {
             Ok(r) => r,
             Err(_) => Err(McpError::unavailable("connection closed")),
         };
         drop(guard);
-        out
+        out.map_err(McpFailure::sent)
     }
 
     /// Sends a notification.
@@ -321,9 +325,14 @@ fn handle_event(
             if line.iter().all(u8::is_ascii_whitespace) {
                 return true;
             }
-            let Ok(msg) = serde_json::from_slice::<Value>(&line) else {
-                fail_all(pending, "MCP server wrote invalid JSON to stdout", None);
-                return false;
+            let msg = match protocol::parse_message(&line) {
+                Ok(m) => m,
+                Err(e) => {
+                    // The same refusal as over HTTP; the stream cannot be
+                    // trusted after it, so the connection ends.
+                    fail_all(pending, &e.to_string(), Some(e));
+                    return false;
+                }
             };
             match protocol::classify(msg) {
                 Incoming::Response { id, outcome } => {

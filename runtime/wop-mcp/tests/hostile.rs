@@ -7,7 +7,7 @@ mod common;
 use std::time::Instant;
 
 use serde_json::{Map, json};
-use wop_mcp::{McpHub, McpServerConfig};
+use wop_mcp::McpHub;
 
 const TIMEOUT_MS: u64 = 2_000;
 
@@ -107,23 +107,14 @@ async fn stdio_exit_mid_call_fails_promptly_and_restarts() {
     );
 }
 
-fn http_cfg(port: u16, path: &str, timeout_ms: u64) -> McpServerConfig {
-    let mut c = McpServerConfig::streamable_http(format!("http://127.0.0.1:{port}/{path}"));
-    c.timeout_ms = timeout_ms;
-    c
-}
+use common::http_cfg;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_http_servers() {
     if common::skip("hostile_http_servers") {
         return;
     }
-    let port = common::free_port();
-    let _srv = common::start_http(
-        &common::python3(),
-        &[common::server_script("hostile_http.py"), port.to_string()],
-        port,
-    );
+    let (_srv, port) = common::start_hostile_http();
     let cases = [
         ("ok", None),
         ("sse", None),

@@ -108,13 +108,6 @@ async fn unknown_revisions_are_refused() {
     )
     .await;
     // Over HTTP.
-    let port = common::free_port();
-    let _srv = common::start_http(
-        &common::python3(),
-        &[common::server_script("hostile_http.py"), port.to_string()],
-        port,
-    );
-    let mut cfg = McpServerConfig::streamable_http(format!("http://127.0.0.1:{port}/unknownrev"));
-    cfg.timeout_ms = 5_000;
-    expect_unsupported(cfg, "1999-01-01").await;
+    let (_srv, port) = common::start_hostile_http();
+    expect_unsupported(common::http_cfg(port, "unknownrev", 5_000), "1999-01-01").await;
 }

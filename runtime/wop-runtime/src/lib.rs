@@ -46,7 +46,7 @@ mod state;
 // Pure domain (`wop-core`):
 pub use wop_core::{
     abi, admission, authz, budget, capability, classify, error, events, jcs, limits, logbuf,
-    manifest, model, outcome, pack, policy, ratelimit, replay,
+    manifest, model, outcome, pack, packfile, policy, ratelimit, replay,
 };
 // Durable state (`wop-effects`):
 pub use wop_effects::{effects, store};
@@ -76,7 +76,7 @@ pub mod metering {
 pub use cache::CacheStats;
 pub use capability_doc::CapabilityDocument;
 pub use host::wasi::GUEST_DATA_DIR;
-pub use runtime::{PackSummary, Runtime, RuntimeConfig, RuntimeStats};
+pub use runtime::{PackSummary, PacksDirLoad, Runtime, RuntimeConfig, RuntimeStats};
 pub use wop_core::FsGrant;
 pub use wop_core::{
     Capability, ConfigError, EgressView, ErrorCode, Event, EventSink, FailureSource, ImportReport,

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -155,7 +155,8 @@ fn node_infos(
 ) -> BTreeMap<String, NodeInfo> {
     let mut out = BTreeMap::new();
     for (dir, type_ids, pack) in dirs {
-        let manifest: Value = std::fs::read(dir.join("pack.json"))
+        // The bounded, no-follow reader, as at load (a bare module has none).
+        let manifest: Value = wop_runtime::pack::read_manifest_bytes(dir)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or(Value::Null);
@@ -208,19 +209,6 @@ fn node_infos(
         }
     }
     out
-}
-
-/// The pack candidates under `dir`: subdirectories and bare `.wasm` files.
-fn pack_entries(dir: &Path) -> Result<Vec<PathBuf>, ServeError> {
-    let rd = std::fs::read_dir(dir)
-        .map_err(|e| ServeError::Config(format!("cannot read packs dir {}: {e}", dir.display())))?;
-    let mut v: Vec<PathBuf> = rd
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.is_dir() || p.extension().is_some_and(|x| x == "wasm"))
-        .collect();
-    v.sort();
-    Ok(v)
 }
 
 /// Refusals in progress at once (each lasts at most [`REFUSE_LINGER`]);
@@ -329,18 +317,19 @@ impl Server {
         let mut loaded = Vec::new();
         let mut refused = Vec::new();
         if let Some(dir) = &opts.packs_dir {
-            for entry in pack_entries(dir)? {
-                match rt.load_pack(&entry).await {
-                    Ok(s) => {
-                        tracing::info!(pack = %s.name, version = %s.version, types = ?s.type_ids, "loaded pack");
-                        loaded.push((entry, s.type_ids, s.name));
-                    }
-                    Err(e) => {
-                        let code = e.code().as_str();
-                        tracing::warn!(dir = %entry.display(), code, error = %e, "refused pack");
-                        refused.push(json!({"dir": entry.display().to_string(), "code": code, "message": e.to_string()}));
-                    }
-                }
+            // Every pack, then their declared names: two packs of one name
+            // are both refused (`Runtime::load_packs_dir`).
+            let report = rt.load_packs_dir(dir).await.map_err(|e| {
+                ServeError::Config(format!("cannot read packs dir {}: {e}", dir.display()))
+            })?;
+            for (entry, s) in report.loaded {
+                tracing::info!(pack = %s.name, version = %s.version, types = ?s.type_ids, "loaded pack");
+                loaded.push((entry, s.type_ids, s.name));
+            }
+            for (entry, e) in report.refused {
+                let code = e.code().as_str();
+                tracing::warn!(dir = %entry.display(), code, error = %e, "refused pack");
+                refused.push(json!({"dir": entry.display().to_string(), "code": code, "message": e.to_string(), "details": e.details()}));
             }
         }
         let nodes = node_infos(&opts.policy, &loaded);
@@ -400,7 +389,7 @@ impl Server {
         self.state.nodes.keys().cloned().collect()
     }
 
-    /// Packs refused at start: `{dir, code, message}`.
+    /// Packs refused at start: `{dir, code, message, details}`.
     pub fn refused(&self) -> &[Value] {
         &self.state.refused
     }

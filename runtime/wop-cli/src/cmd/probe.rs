@@ -4,7 +4,6 @@
 //! `{"ok":false,"error":{"code":…,"details":{…}}}`.
 
 use crate::common::{Failure, exit, usage};
-use anyhow::Context;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use wop_runtime::abi_v1::{ProbeOptions, ProbeVerdict, probe as run_probe};
@@ -75,9 +74,12 @@ pub(crate) async fn probe(a: ProbeArgs) -> Result<u8, Failure> {
     if a.timeout == 0 {
         return Err(usage(anyhow::anyhow!("--timeout must be greater than 0")));
     }
-    let wasm = std::fs::read(&a.module)
-        .with_context(|| format!("cannot read {}", a.module.display()))
-        .map_err(usage)?;
+    // The bounded, no-follow reader every pack file goes through.
+    let wasm = wop_runtime::packfile::read_path(&a.module, wop_runtime::packfile::MAX_ENTRY_BYTES)
+        .map_err(|r| {
+            let file = a.module.display().to_string();
+            usage(anyhow::anyhow!(r.into_load_error(&file, &file)))
+        })?;
     let opts = ProbeOptions {
         entry: a.entry,
         arg: a.arg,

@@ -133,7 +133,7 @@ pub(crate) async fn sign(a: SignArgs) -> Result<u8, Failure> {
             ))
         })?;
     let manifest_path = a.pack_dir.join("pack.json");
-    let manifest = std::fs::read(&manifest_path)
+    let manifest = wop_core::pack::read_manifest_bytes(&a.pack_dir)
         .with_context(|| format!("cannot read {}", manifest_path.display()))
         .map_err(usage)?;
     wop_core::manifest::Manifest::parse(&manifest).map_err(|e| Failure {

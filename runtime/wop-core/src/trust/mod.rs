@@ -119,7 +119,18 @@ pub fn decode_public_key(b64: &str) -> Result<VerifyingKey, String> {
 }
 
 /// The bytes that are signed: the RFC 8785 canonical JSON of `pack.json`.
+/// A manifest the canonical form cannot represent exactly (a repeated
+/// member, an unsafe or inexact number, a lone surrogate:
+/// [`crate::ijson`]) has no such bytes and is refused.
 pub fn signed_bytes(manifest: &[u8]) -> Result<Vec<u8>, String> {
+    crate::ijson::check(manifest).map_err(|f| {
+        format!(
+            "pack.json cannot be signed: {} at {}: {}",
+            f.violation.reason(),
+            f.path,
+            f.message
+        )
+    })?;
     let v: serde_json::Value =
         serde_json::from_slice(manifest).map_err(|e| format!("pack.json is not JSON: {e}"))?;
     Ok(crate::jcs::canonicalize(&v).into_bytes())
@@ -297,18 +308,20 @@ pub fn read_approved(path: &std::path::Path) -> Result<Manifest, String> {
 }
 
 /// Refuses `manifest` when the policy approved another version of this
-/// pack (`[packs.<name>] approved`) and `manifest` requests more.
+/// pack (`[packs.<name>] approved`) and `manifest` is older than it
+/// (`pack_version_rollback`, unless `allowRollback`) or requests more
+/// (`pack_capability_escalation`).
 pub fn check_escalation(policy: &Policy, manifest: &Manifest) -> Result<(), LoadError> {
-    let Some(path) = policy
-        .packs
-        .get(&manifest.name)
-        .and_then(|g| g.approved.as_ref())
-    else {
+    let Some(grant) = policy.packs.get(&manifest.name) else {
+        return Ok(());
+    };
+    let Some(path) = grant.approved.as_ref() else {
         return Ok(());
     };
     let approved = read_approved(path).map_err(|e| {
         LoadError::validation(format!("policy packs.{}.approved", manifest.name), e)
     })?;
+    check_rollback(&approved, manifest, grant.allow_rollback)?;
     let adds = diff::additions(&approved, manifest);
     if adds.is_empty() {
         return Ok(());
@@ -319,6 +332,59 @@ pub fn check_escalation(policy: &Policy, manifest: &Manifest) -> Result<(), Load
         approved_version: approved.version,
         additions: adds.iter().map(ToString::to_string).collect(),
     })
+}
+
+/// Refuses `manifest` when its version is lower than the approved one and
+/// the operator did not allow a rollback. A version that cannot be
+/// compared (the manifests were validated, so only a hand-made approved
+/// file) is a rollback too: fail closed.
+pub fn check_rollback(
+    approved: &Manifest,
+    manifest: &Manifest,
+    allow: bool,
+) -> Result<(), LoadError> {
+    let older = !matches!(
+        crate::manifest::compare_versions(&manifest.version, &approved.version),
+        Some(std::cmp::Ordering::Equal | std::cmp::Ordering::Greater)
+    );
+    if older && !allow {
+        return Err(LoadError::Rollback {
+            pack: manifest.name.clone(),
+            version: manifest.version.clone(),
+            approved_version: approved.version.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// Whether a signature is required for **every** pack name: globally, with
+/// no pack exempted (`[packs.<name>] requireSignature = false`). A bare
+/// core module can then be refused before its name is known.
+pub fn signature_required_for_all(policy: &Policy) -> bool {
+    policy.trust.require_signature
+        && !policy
+            .packs
+            .values()
+            .any(|g| g.require_signature == Some(false))
+}
+
+/// The provenance check of a bare ABI v1 module, on the name it declares
+/// (`openwop_pack_name`), not its file name: it has no `pack.json` and so
+/// no signature, so it is refused when the policy requires one for that
+/// name; and it is held to the approval of that name like any version
+/// (`manifest` is the one synthesized from the module's exports).
+pub fn check_bare(policy: &Policy, manifest: &Manifest, file: &str) -> Result<(), LoadError> {
+    let name = &manifest.name;
+    if signature_required(policy, name) {
+        return Err(refuse(
+            SigFailure::Missing,
+            None,
+            format!(
+                "{file} is a bare core module declaring pack `{name}` (openwop_pack_name); it has no pack.json and so no signature, and the policy requires a signature for `{name}`: ship it as a signed pack directory (wop pack, wop sign)"
+            ),
+        ));
+    }
+    check_escalation(policy, manifest)
 }
 
 /// Whether `policy` requires a signature for the pack `name`.

@@ -121,6 +121,10 @@ pub(crate) fn denial_error(tool_id: &str, d: Denial) -> (ToolStatus, GateError) 
     }
 }
 
+/// The error a replay returns: the recorded one in its original shape —
+/// the same code, message and `details` the first execution returned (its
+/// `details` members at the top, `effectId` among them) — plus
+/// `details.replayed: true`.
 pub(crate) fn recorded_error(e: &Value, effect_id: &str) -> GateError {
     let code = e["code"]
         .as_str()
@@ -130,8 +134,24 @@ pub(crate) fn recorded_error(e: &Value, effect_id: &str) -> GateError {
         GateErrorKind::Failed,
         code,
         message.to_owned(),
-        json!({"effectId": effect_id, "replayed": true, "details": e["details"]}),
+        replayed_details(&e["details"], effect_id),
     )
+}
+
+/// `details` of a recorded error as first returned, marked replayed.
+fn replayed_details(recorded: &Value, effect_id: &str) -> Value {
+    let mut d = match recorded {
+        Value::Object(m) => m.clone(),
+        Value::Null => serde_json::Map::new(),
+        other => {
+            let mut m = serde_json::Map::new();
+            m.insert("cause".to_owned(), other.clone());
+            m
+        }
+    };
+    d.insert("effectId".to_owned(), json!(effect_id));
+    d.insert("replayed".to_owned(), json!(true));
+    Value::Object(d)
 }
 
 pub(crate) fn unknown_outcome(rec: &EffectRecord) -> GateError {
@@ -144,4 +164,33 @@ pub(crate) fn unknown_outcome(rec: &EffectRecord) -> GateError {
         ),
         json!({"effectId": rec.effect_id, "toolName": rec.tool_id, "state": rec.state, "cause": rec.error}),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replayed_errors_keep_their_shape() {
+        let cases = [
+            (
+                json!({"service": "mcp", "code": -32000, "message": "boom"}),
+                json!({"service": "mcp", "code": -32000, "message": "boom", "effectId": "e", "replayed": true}),
+            ),
+            (Value::Null, json!({"effectId": "e", "replayed": true})),
+            (
+                json!("text"),
+                json!({"cause": "text", "effectId": "e", "replayed": true}),
+            ),
+        ];
+        for (recorded, want) in cases {
+            let e = recorded_error(
+                &json!({"code": "mcp_error", "message": "m", "details": recorded}),
+                "e",
+            );
+            assert_eq!(e.details, want);
+            assert_eq!(e.code, "mcp_error");
+            assert!(e.details.get("details").is_none(), "no nesting");
+        }
+    }
 }

@@ -142,6 +142,24 @@ pub fn start_http_env(
     panic!("{program} did not listen on port {port} within 30 s");
 }
 
+/// Starts `servers/hostile_http.py` on a free loopback port.
+pub fn start_hostile_http() -> (ChildGuard, u16) {
+    let port = free_port();
+    let guard = start_http(
+        &python3(),
+        &[server_script("hostile_http.py"), port.to_string()],
+        port,
+    );
+    (guard, port)
+}
+
+/// A Streamable HTTP config for `path` on the hostile server at `port`.
+pub fn http_cfg(port: u16, path: &str, timeout_ms: u64) -> McpServerConfig {
+    let mut c = McpServerConfig::streamable_http(format!("http://127.0.0.1:{port}/{path}"));
+    c.timeout_ms = timeout_ms;
+    c
+}
+
 /// Asserts that `elapsed` stays within `timeout_ms` × a generous factor.
 pub fn assert_bounded(elapsed: Duration, timeout_ms: u64) {
     let bound = Duration::from_millis(timeout_ms * 5 + 5_000);

@@ -11,12 +11,23 @@ Usage: fake_stdio.py MODE [VERSION]
   silent     - legacy; tools/call is never answered
   stderr     - legacy; floods stderr (64 MiB) then answers normally
   exit       - legacy; exits (status 3) when tools/call arrives
+  mute       - reads everything, answers nothing (not even the handshake)
+  badutf8    - legacy; tools/call answers a line with invalid UTF-8 in a string
 Tool "env" answers the process environment and cwd; tool "fail" answers
-isError: true. Every other tools/call answer echoes params (incl. _meta) in structuredContent.
+isError: true; tool "rpcerror" answers a JSON-RPC error (-32000). Every
+other tools/call answer echoes params (incl. _meta) in structuredContent.
+
+Environment (set through the server's `env` in the policy):
+  FAKE_MCP_START_DELAY_MS  sleep this long before reading anything (a slow start)
+  FAKE_MCP_LOG             append every request received ({"method", "params"}) as
+                           one JSON line to this file: what reached the server
+  FAKE_MCP_FAIL_FIRST      a path: when it does not exist, create it and exit (1)
+                           before answering anything (the first start fails)
 """
 import json
 import os
 import sys
+import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "legacy"
 VERSION = sys.argv[2] if len(sys.argv) > 2 else None
@@ -67,6 +78,14 @@ def call_tool(rid, params):
         for _ in range(64 * 1024):
             sys.stderr.buffer.write(line)
         sys.stderr.flush()
+    if MODE == "badutf8":
+        out.flush()
+        sys.stdout.buffer.write(b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"\xff\xfe"}]}}\n' % rid)
+        sys.stdout.buffer.flush()
+        return
+    if params.get("name") == "rpcerror":
+        error(rid, -32000, "tool exploded")
+        return
     if MODE == "exit":
         sys.stderr.write("fake server: exiting mid-call\n")
         sys.stderr.flush()
@@ -86,6 +105,15 @@ def call_tool(rid, params):
 
 
 def main():
+    delay = int(os.environ.get("FAKE_MCP_START_DELAY_MS", "0"))
+    if delay:
+        time.sleep(delay / 1000)
+    first = os.environ.get("FAKE_MCP_FAIL_FIRST")
+    if first and not os.path.exists(first):
+        open(first, "w").close()
+        sys.stderr.write("fake server: failing its first start\n")
+        sys.exit(1)
+    log = os.environ.get("FAKE_MCP_LOG")
     for line in sys.stdin:
         line = line.strip()
         if not line:
@@ -95,6 +123,11 @@ def main():
         rid = msg.get("id")
         params = msg.get("params") or {}
         if rid is None:
+            continue
+        if log:
+            with open(log, "a") as f:
+                f.write(json.dumps({"method": method, "params": params}) + "\n")
+        if MODE == "mute":
             continue
         if method == "server/discover":
             if MODE == "modern":

@@ -13,6 +13,8 @@ Usage: hostile_http.py PORT
   /unknownrev- initialize answers protocolVersion 1999-01-01
   /expire    - sessions s1, s2, ...; a tools/call on session s1 gets 404
                (session expired), later sessions work
+  /badutf8   - tools/call: a JSON body with invalid UTF-8 in a string
+  /badutf8sse- tools/call: an SSE event with invalid UTF-8 in a string
 """
 import json
 import sys
@@ -83,6 +85,18 @@ class Handler(BaseHTTPRequestHandler):
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
             except (BrokenPipeError, ConnectionResetError):
                 pass
+            return
+        if mode in ("badutf8", "badutf8sse"):
+            msg = b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"\xff\xfe"}]}}' % rid
+            if mode == "badutf8":
+                body, ctype = msg, "application/json"
+            else:
+                body, ctype = b"event: message\ndata: " + msg + b"\n\n", "text/event-stream"
+            self.send_response(200)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
             return
         if mode == "invalid":
             body = b"{not json"

@@ -56,21 +56,31 @@ use wop_core::replay::Seed;
 
 pub use wop_core::abi::{SUPPORTED_ABI_VERSIONS, supported_versions};
 
-/// Largest bare `.wasm` accepted (as a pack entry).
-const MAX_MODULE_BYTES: u64 = 256 << 20;
+/// Whether `path` is a directory (a pack directory) rather than a file
+/// (a bare module). Symlinks to directories count as directories; what a
+/// non-directory is, the bounded reader decides when it reads it.
+fn is_dir(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_dir())
+}
 
-/// Whether `path` is an ABI v1 pack: a file (a bare core module), or a
-/// directory whose `pack.json` says `runtime.language: "wasm"`.
-pub(crate) fn is_core_pack(path: &Path) -> bool {
-    if path.is_file() {
-        return true;
+/// Whether `path` is an ABI v1 pack: anything but a directory (a bare core
+/// module, read later by the bounded reader, which refuses what is not a
+/// regular file), or a directory whose `pack.json` says `runtime.language:
+/// "wasm"`. That `pack.json` is read by the bounded, no-follow reader
+/// ([`wop_core::packfile`]), and its refusal is the load's: a `pack.json`
+/// that is a FIFO, a device or too large is never read whole or waited on.
+pub(crate) fn is_core_pack(path: &Path) -> Result<bool, LoadError> {
+    if std::fs::symlink_metadata(path).is_err() {
+        // Nothing there: the component path says so.
+        return Ok(false);
     }
-    let Ok(bytes) = std::fs::read(path.join("pack.json")) else {
-        return false;
-    };
-    serde_json::from_slice::<Value>(&bytes)
+    if !is_dir(path) {
+        return Ok(true);
+    }
+    let bytes = wop_core::pack::read_manifest_bytes(path)?;
+    Ok(serde_json::from_slice::<Value>(&bytes)
         .ok()
-        .is_some_and(|v| v["runtime"]["language"] == "wasm")
+        .is_some_and(|v| v["runtime"]["language"] == "wasm"))
 }
 
 /// A loaded, identified ABI v1 pack.
@@ -89,35 +99,32 @@ struct Source {
 }
 
 fn read_source(path: &Path, policy: &Policy) -> Result<Source, LoadError> {
-    if path.is_file() {
-        // A bare module has no pack.json to sign (decision 0009).
+    if !is_dir(path) {
+        // A bare module has no pack.json to sign (decision 0009). Its
+        // identity is the name it declares (`openwop_pack_name`), known
+        // only after identification, where `trust::check_bare` judges it
+        // (decision 0016). Refused here already, before a byte is read,
+        // when no name could escape the requirement, or its file name
+        // names a pack that requires one.
+        let file = path.display().to_string();
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if wop_core::trust::signature_required(policy, &stem) {
+        if wop_core::trust::signature_required_for_all(policy)
+            || wop_core::trust::signature_required(policy, &stem)
+        {
             return Err(LoadError::Signature {
                 reason: "missing",
                 key_id: None,
                 message: format!(
-                    "{} is a bare core module (no pack.json, so no signature), and the policy requires a signature",
-                    path.display()
+                    "{file} is a bare core module (no pack.json, so no signature), and the policy requires a signature"
                 ),
             });
         }
         use sha2::Digest;
-        let meta = std::fs::metadata(path).map_err(|e| {
-            LoadError::validation(path.display().to_string(), format!("cannot stat: {e}"))
-        })?;
-        if meta.len() > MAX_MODULE_BYTES {
-            return Err(LoadError::validation(
-                path.display().to_string(),
-                format!("{} bytes; the limit is {MAX_MODULE_BYTES}", meta.len()),
-            ));
-        }
-        let bytes = std::fs::read(path).map_err(|e| {
-            LoadError::validation(path.display().to_string(), format!("cannot read: {e}"))
-        })?;
+        let bytes = wop_core::packfile::read_path(path, wop_core::packfile::MAX_ENTRY_BYTES)
+            .map_err(|r| r.into_load_error(&file, &file))?;
         let sha256 = hex::encode(sha2::Sha256::digest(&bytes));
         return Ok(Source {
             manifest: None,
@@ -404,6 +411,9 @@ pub(crate) async fn load(
     )
     .await?;
     let manifest = reconcile(&p.res.manifest, bare, &name, &ids, path, &p.src.sha256)?;
+    if bare {
+        wop_core::trust::check_bare(policy, &manifest, &path.display().to_string())?;
+    }
     let nodes = ids
         .iter()
         .enumerate()
@@ -435,7 +445,9 @@ pub(crate) async fn inspect(path: &Path, policy: &Policy) -> Result<Inspection, 
             match identify(linked, problem.as_deref(), p.res.limits, None)
                 .await
                 .and_then(|(name, ids)| {
-                    reconcile(&insp.manifest, true, &name, &ids, path, &p.src.sha256)
+                    let m = reconcile(&insp.manifest, true, &name, &ids, path, &p.src.sha256)?;
+                    wop_core::trust::check_bare(policy, &m, &path.display().to_string())?;
+                    Ok(m)
                 }) {
                 Ok(m) => insp.manifest = m,
                 Err(e) => insp.refusal = Some(e.to_node_error()),

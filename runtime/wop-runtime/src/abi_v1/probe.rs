@@ -134,6 +134,17 @@ pub async fn probe(wasm: &[u8], opts: &ProbeOptions) -> Result<ProbeReport, Prob
         Ok(e) => e,
         Err(e) => return Ok(refused(LoadError::Io(e.to_string()))),
     };
+    let limits = Limits {
+        memory_bytes: opts.memory_bytes,
+        wall_clock_ms: opts.timeout_ms,
+        ..Limits::default()
+    };
+    // The loaders' check: a declared table above the limit is the table
+    // limit (`sandbox_memory_exceeded`, `cause: table-size`), not bad wasm.
+    if let Err(e) = crate::sandbox::check_declared_tables(wasm, crate::sandbox::table_cap(&limits))
+    {
+        return Ok(refused(e));
+    }
     let module = match loader::compile(engine, wasm.to_vec()).await {
         Ok(m) => m,
         Err(e) => return Ok(refused(e)),
@@ -160,11 +171,6 @@ pub async fn probe(wasm: &[u8], opts: &ProbeOptions) -> Result<ProbeReport, Prob
     if let Some(r) = gate.refusal {
         return Ok(refused(r));
     }
-    let limits = Limits {
-        memory_bytes: opts.memory_bytes,
-        wall_clock_ms: opts.timeout_ms,
-        ..Limits::default()
-    };
     let (linked, _) = match loader::link(engine, &module, &gate.judged, &limits, Mode::Probe) {
         Ok(l) => l,
         Err(e) => return Ok(refused(e)),

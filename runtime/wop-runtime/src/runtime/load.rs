@@ -1,12 +1,12 @@
 //! The load path: inspect, compile, judge imports, check `describe()`, register.
 
-use super::{PackSummary, Runtime};
+use super::{PackSummary, PacksDirLoad, Runtime};
 use crate::bindings::{NodePackPre, node};
 use crate::invoke::{Call, Returned, execute};
 use crate::registry::{ComponentPack, PackKind};
 use crate::state::InvocationScope;
-use std::collections::BTreeSet;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 use wasmtime::component::Component;
 use wop_core::capability::Capability;
@@ -44,7 +44,7 @@ impl Runtime {
     /// the reason in [`Inspection::refusal`].
     pub async fn inspect_pack(&self, dir: &Path) -> Result<Inspection, LoadError> {
         // ABI v1 core modules (pack.json `language: "wasm"`, or a bare .wasm).
-        if crate::abi_v1::is_core_pack(dir) {
+        if crate::abi_v1::is_core_pack(dir)? {
             return crate::abi_v1::inspect(dir, &self.inner.policy).await;
         }
         Ok(self.inspect_inner(dir).await?.0)
@@ -84,13 +84,66 @@ impl Runtime {
     /// Loads a pack directory: validates `pack.json`, verifies the entry's
     /// sha256, compiles (once; cached), refuses forbidden or ungranted
     /// imports before any code runs, checks `describe()` against the
-    /// manifest, and registers the pack's node types.
+    /// manifest, and registers the pack's node types. Loading a pack of a
+    /// name already loaded replaces it (a reload); to load a directory of
+    /// packs, where two packs of one name are an error, use
+    /// [`Runtime::load_packs_dir`].
     pub async fn load_pack(&self, dir: &Path) -> Result<PackSummary, LoadError> {
+        let pack = self.prepare_pack(dir).await?;
+        self.inner.registry.register(pack)
+    }
+
+    /// Loads every pack in `dir` (its subdirectories and `.wasm` files,
+    /// in path order). Each is prepared as [`Runtime::load_pack`] would;
+    /// then packs are grouped by the name they **declare** (the manifest's
+    /// `name`, or a bare module's `openwop_pack_name`): two or more packs
+    /// declaring one name are all refused (`pack_validation_failed`,
+    /// `details.reason: duplicate-name`), so none silently replaces
+    /// another. A pack refused for its own reason is listed with it. `Err`
+    /// only when `dir` cannot be listed.
+    pub async fn load_packs_dir(&self, dir: &Path) -> Result<PacksDirLoad, LoadError> {
+        let mut out = PacksDirLoad::default();
+        let mut prepared = Vec::new();
+        for entry in pack_entries(dir)? {
+            match self.prepare_pack(&entry).await {
+                Ok(p) => prepared.push((entry, p)),
+                Err(e) => out.refused.push((entry, e)),
+            }
+        }
+        let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (entry, p) in &prepared {
+            by_name
+                .entry(p.inspection().manifest.name.clone())
+                .or_default()
+                .push(entry.display().to_string());
+        }
+        for (entry, p) in prepared {
+            let name = p.inspection().manifest.name.clone();
+            match by_name.get(&name) {
+                Some(paths) if paths.len() > 1 => out.refused.push((
+                    entry,
+                    LoadError::DuplicateName {
+                        name,
+                        paths: paths.clone(),
+                    },
+                )),
+                _ => match self.inner.registry.register(p) {
+                    Ok(s) => out.loaded.push((entry, s)),
+                    Err(e) => out.refused.push((entry, e)),
+                },
+            }
+        }
+        out.refused.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    /// Everything [`Runtime::load_pack`] does but registering.
+    async fn prepare_pack(&self, dir: &Path) -> Result<PackKind, LoadError> {
         // ABI v1 core modules (pack.json `language: "wasm"`, or a bare .wasm).
-        if crate::abi_v1::is_core_pack(dir) {
+        if crate::abi_v1::is_core_pack(dir)? {
             let pack =
                 crate::abi_v1::load(dir, &self.inner.policy, &self.inner.instantiations).await?;
-            return self.inner.registry.register(PackKind::AbiV1(pack));
+            return Ok(PackKind::AbiV1(pack));
         }
         let (insp, component) = self.inspect_inner(dir).await?;
         if let Some(refusal) = &insp.refusal {
@@ -120,7 +173,7 @@ impl Runtime {
             pre,
         };
         self.check_describe(&pack).await?;
-        self.inner.registry.register(PackKind::Component(pack))
+        Ok(PackKind::Component(pack))
     }
 
     async fn check_describe(&self, pack: &ComponentPack) -> Result<(), LoadError> {
@@ -171,6 +224,21 @@ impl Runtime {
         };
         check_description(m, &info)
     }
+}
+
+/// The pack candidates under `dir`: subdirectories (symlinks to
+/// directories included) and `.wasm` files (whatever their kind: the
+/// bounded reader refuses those that are not regular files), sorted.
+fn pack_entries(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
+    let rd = std::fs::read_dir(dir)
+        .map_err(|e| LoadError::Io(format!("cannot read packs dir {}: {e}", dir.display())))?;
+    let mut v: Vec<PathBuf> = rd
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() || p.extension().is_some_and(|x| x == "wasm"))
+        .collect();
+    v.sort();
+    Ok(v)
 }
 
 /// The manifest and `describe()` must agree on name, version and node types.

@@ -46,6 +46,15 @@ pub struct PackSummary {
     pub limits: Limits,
 }
 
+/// What [`Runtime::load_packs_dir`] did with each pack of a directory.
+#[derive(Debug, Default)]
+pub struct PacksDirLoad {
+    /// Packs loaded, by path, in path order.
+    pub loaded: Vec<(PathBuf, PackSummary)>,
+    /// Packs refused, by path, in path order, each with its reason.
+    pub refused: Vec<(PathBuf, wop_core::error::LoadError)>,
+}
+
 /// Counters proving what the runtime did (for tests and operators).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

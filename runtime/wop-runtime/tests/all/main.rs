@@ -16,6 +16,7 @@ mod hostile;
 mod manifest;
 mod mcp;
 mod metering;
+mod packfiles;
 mod replay;
 mod samples;
 mod trust;

@@ -12,7 +12,7 @@ fn edit(dir: &Path, f: impl FnOnce(&mut Value)) {
 
 fn path_of(e: &LoadError) -> String {
     match e {
-        LoadError::Validation { path, .. } => path.clone(),
+        LoadError::Validation { path, .. } | LoadError::PackFile { path, .. } => path.clone(),
         other => panic!("expected pack_validation_failed, got {other}"),
     }
 }
@@ -38,11 +38,12 @@ async fn entry_paths_cannot_escape() {
         let e = runtime("").load_pack(&dir).await.unwrap_err();
         assert_eq!(path_of(&e), "$.runtime.entry", "{entry}");
     }
-    // A symlink inside the pack pointing outside it.
+    // A symlink inside the pack pointing outside it: never followed.
     std::os::unix::fs::symlink(tmp.path().join("outside.wasm"), dir.join("link.wasm")).unwrap();
     edit(&dir, |v| v["runtime"]["entry"] = "link.wasm".into());
     let e = runtime("").load_pack(&dir).await.unwrap_err();
     assert_eq!(path_of(&e), "$.runtime.entry");
+    assert_eq!(e.details()["reason"], "symlink", "{e}");
 }
 
 #[tokio::test]

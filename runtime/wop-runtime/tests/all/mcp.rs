@@ -628,3 +628,157 @@ async fn hostile_servers_and_revisions_through_a_pack() {
     let r = rt.invoke(call("legacy")).await;
     assert!(output(&r)["result"].is_object());
 }
+
+/// What a `FAKE_MCP_LOG` fake server received: `(method, params)` in order.
+fn received(log: &Path) -> Vec<(String, Value)> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (
+                v["method"].as_str().unwrap().to_owned(),
+                v["params"].clone(),
+            )
+        })
+        .collect()
+}
+
+fn count(log: &Path, method: &str) -> usize {
+    received(log).iter().filter(|(m, _)| m == method).count()
+}
+
+/// A scripted stdio server `id` in `mode` with environment `env` (see
+/// `fake_stdio.py`) and `extra` policy lines.
+fn scripted(id: &str, mode: &str, env: &[(&str, &str)], extra: &str) -> String {
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {v:?}")).collect();
+    format!(
+        "[mcp.servers.{id}]\ntransport = \"stdio\"\ncommand = \"python3\"\nargs = [{:?}, {mode:?}]\nenv = {{ {} }}\ntiers = {{ a = \"read\" }}\n{extra}\n",
+        fake_stdio(),
+        env.join(", ")
+    )
+}
+
+/// [`scripted`], logging what reaches the server to `log`.
+fn logged(id: &str, mode: &str, log: &Path, extra: &str) -> String {
+    scripted(id, mode, &[("FAKE_MCP_LOG", log.to_str().unwrap())], extra)
+}
+
+/// Client failures classified right (issue 19, decision 0018): a handshake
+/// that times out or fails before the call is sent releases the claim
+/// (`upstream_unavailable`, retryable; never `escaped`, never a recorded
+/// outcome), so a retry reaches the server; a server that starts in 4 s
+/// works; a replayed error keeps its original shape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_failures_before_sending_release_the_claim() {
+    if skip("mcp_failures_before_sending_release_the_claim") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let log = |n: &str| tmp.path().join(format!("{n}.log"));
+    let marker = tmp.path().join("flaky-started");
+    let rt = runtime(&format!(
+        "{}{}{}{}[packs.mcp]\ncapabilities = [\"log\", \"mcp\"]\nmcp = [\"mute\", \"flaky\", \"slow\", \"fake\"]\n",
+        logged("mute", "mute", &log("mute"), "timeoutMs = 1500"),
+        scripted(
+            "flaky",
+            "legacy",
+            &[
+                ("FAKE_MCP_LOG", log("flaky").to_str().unwrap()),
+                ("FAKE_MCP_FAIL_FIRST", marker.to_str().unwrap())
+            ],
+            "timeoutMs = 5000",
+        ),
+        scripted(
+            "slow",
+            "modern",
+            &[("FAKE_MCP_START_DELAY_MS", "4000")],
+            "timeoutMs = 10000",
+        ),
+        logged("fake", "legacy", &log("fake"), ""),
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let pack = mcp_pack(
+        dir.path(),
+        json!({"servers": ["mute", "flaky", "slow", "fake"]}),
+    );
+    rt.load_pack(&pack).await.unwrap();
+    // `w` is unclassified: a write, claimed as an effect.
+    let write = |server: &str| json!({"server": server, "tool": "w", "arguments": {"v": 1}});
+    let states = |run: &'static str| {
+        let rt = rt.clone();
+        async move {
+            rt.effects("acme", run)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|e| e.state)
+                .collect::<Vec<_>>()
+        }
+    };
+    use wop_runtime::effects::EffectState;
+
+    // A handshake that times out: released, not escaped; retryable.
+    for attempt in [1, 2] {
+        let r = rt.invoke(req(write("mute"), "r-mute", attempt)).await;
+        let e = failure(&r);
+        assert_eq!(e.code, "upstream_unavailable", "{e:?}");
+        assert_eq!(det(e)["retryable"], true, "{e:?}");
+        assert_ne!(e.code, "effect_outcome_unknown");
+        assert_eq!(
+            states("r-mute").await,
+            [EffectState::Released],
+            "attempt {attempt}"
+        );
+    }
+    assert_eq!(count(&log("mute"), "tools/call"), 0, "never sent");
+
+    // A handshake that fails (the first start of `flaky`): released; the
+    // retry starts the server again and the call reaches it, once.
+    let r = rt.invoke(req(write("flaky"), "r-flaky", 1)).await;
+    assert_eq!(failure(&r).code, "upstream_unavailable", "{:?}", r.outcome);
+    assert_eq!(states("r-flaky").await, [EffectState::Released]);
+    assert!(received(&log("flaky")).is_empty());
+    let r = rt.invoke(req(write("flaky"), "r-flaky", 2)).await;
+    output(&r);
+    let eid = returned(&r)[0].3.clone().expect("claimed");
+    let calls: Vec<Value> = received(&log("flaky"))
+        .into_iter()
+        .filter(|(m, _)| m == "tools/call")
+        .map(|(_, p)| p)
+        .collect();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["_meta"]["dev.openwop/idempotencyKey"], json!(eid));
+    assert_eq!(states("r-flaky").await, [EffectState::Completed]);
+
+    // A 2026-07-28 server that starts in 4 s (longer than the discovery
+    // probe): the write goes through.
+    let r = rt.invoke(req(write("slow"), "r-slow", 1)).await;
+    assert_eq!(output(&r)["result"]["isError"], false);
+    assert_eq!(states("r-slow").await, [EffectState::Completed]);
+
+    // The server's own error is the outcome; its replay has the same shape.
+    let boom = json!({"server": "fake", "tool": "rpcerror", "arguments": {}});
+    let first = rt.invoke(req(boom.clone(), "r-boom", 1)).await;
+    let again = rt.invoke(req(boom, "r-boom", 2)).await;
+    let (a, b) = (failure(&first), failure(&again));
+    assert_eq!(
+        (a.code.as_str(), b.code.as_str()),
+        ("mcp_error", "mcp_error")
+    );
+    let mut replayed = det(b);
+    assert_eq!(replayed["replayed"], true, "{replayed}");
+    replayed.as_object_mut().unwrap().remove("replayed");
+    assert_eq!(replayed, det(a), "the replay keeps the first error's shape");
+    assert!(
+        det(b).get("details").is_none(),
+        "no nested details: {}",
+        det(b)
+    );
+    assert_eq!(det(a)["message"], "tool exploded");
+    assert_eq!(
+        count(&log("fake"), "tools/call"),
+        1,
+        "replayed, not re-sent"
+    );
+}

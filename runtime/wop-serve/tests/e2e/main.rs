@@ -11,6 +11,7 @@ mod idempotency;
 mod invoke;
 mod mcp;
 mod metrics;
+mod packs_dir;
 mod process;
 mod python;
 mod rmcp_client;
