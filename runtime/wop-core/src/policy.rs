@@ -264,6 +264,12 @@ pub struct PackGrant {
     /// `<server>/<tool>`, `<server>/*` or `<server>/<prefix>*`.
     #[serde(default)]
     pub mcp: Vec<String>,
+    /// MCP resources the pack may read, per server: URI patterns (an exact
+    /// URI, or `prefix*`), effective only for URIs its manifest also
+    /// requests (`x-wop.mcp.resources`). A tool grant never allows a read;
+    /// by default nothing is readable.
+    #[serde(default)]
+    pub mcp_resources: BTreeMap<String, Vec<String>>,
     /// Require a trusted signature for this pack (overrides
     /// `[trust] requireSignature`).
     pub require_signature: Option<bool>,
@@ -404,6 +410,8 @@ impl Policy {
             }
             mcp::validate_grants(&grant.mcp)
                 .map_err(|e| ConfigError::Policy(format!("packs.{name}.mcp{e}")))?;
+            mcp::validate_resource_grants(&grant.mcp_resources)
+                .map_err(|e| ConfigError::Policy(format!("packs.{name}.mcpResources{e}")))?;
             for p in &grant.tools {
                 crate::authz::pattern_matches(p, "x:y")
                     .map_err(|e| ConfigError::Policy(format!("packs.{name}.tools: {e}")))?;
@@ -446,6 +454,16 @@ impl Policy {
     /// The grant for a pack name (empty if none).
     pub fn grant(&self, pack: &str) -> PackGrant {
         self.packs.get(pack).cloned().unwrap_or_default()
+    }
+
+    /// What the operator grants `pack` on MCP servers (`mcp` tools and
+    /// `mcpResources`).
+    pub fn mcp_grant(&self, pack: &str) -> mcp::McpGrant {
+        let g = self.grant(pack);
+        mcp::McpGrant {
+            tools: g.mcp,
+            resources: g.mcp_resources,
+        }
     }
 }
 
@@ -551,6 +569,13 @@ mod tests {
         assert!(e.to_string().contains("mcp.servers.ev.command"), "{e}");
         let e = Policy::from_toml("[mcp]\nserverz = {}\n").unwrap_err();
         assert!(e.to_string().contains("serverz"), "{e}");
+        let e = Policy::from_toml("[packs.m]\nmcpResources = { ev = [\"a*b\"] }\n").unwrap_err();
+        assert!(e.to_string().contains("packs.m.mcpResources.ev[0]"), "{e}");
+        let p = Policy::from_toml(
+            "[packs.m]\nmcp = [\"ev\"]\nmcpResources = { ev = [\"test://x/*\"] }\n",
+        )
+        .unwrap();
+        assert_eq!(p.mcp_grant("m").resources["ev"], ["test://x/*"]);
         let e = Policy::from_toml("[packs.m]\nmcp = [\"ev/a*b\"]\n").unwrap_err();
         assert!(e.to_string().contains("packs.m.mcp[0]"), "{e}");
     }

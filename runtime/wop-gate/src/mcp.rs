@@ -13,9 +13,16 @@
 //!   sent in `params._meta["dev.openwop/idempotencyKey"]`), the audit
 //!   pair, usage from the receipt. A denial is a [`Gate::deny`]: never
 //!   sent, audited with status `forbidden` (or `error` for `not_found`).
-//! - `list-tools`, `read-resource` and `server-health` are reads on the
-//!   server: the server must be visible and granted; `list-tools` keeps
-//!   only the tools the pack may call.
+//! - `list-tools` and `read-resource` are gate calls too, of the read
+//!   tools `mcp:<server>#tools/list` and `mcp:<server>#resources/read`
+//!   (decision 0017): authorized here (`tools/list` needs a tool grant on
+//!   the server, `resources/read` a resource grant whose URI pattern, like
+//!   the manifest's, allows the URI), then [`Gate::call_authorized`] —
+//!   the same rate limit (the server's `rateLimit`, per principal and
+//!   operation), run budget, loop bound and audit pair as a call, counted
+//!   in usage. `list-tools` keeps only the tools the pack may call.
+//! - `server-health` is the host's own document: the server must be
+//!   visible and granted (a tool or a resource grant); it is not audited.
 //!
 //! Results are the server's JSON unaltered (an `isError: true` result is
 //! a success). [`McpError`]s keep their codes and `details`.
@@ -28,8 +35,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wop_core::error::ErrorCode;
 use wop_core::policy::mcp::{
-    McpDenial, McpRequest, McpServerConfig, ToolTier, authorize_server, authorize_tool,
-    tool_allowed, tool_id,
+    McpDenial, McpGrant, McpRequest, McpServerConfig, ToolTier, authorize_health,
+    authorize_resource, authorize_server, authorize_tool, read_id, tool_allowed, tool_id,
 };
 use wop_mcp::{McpError, McpFailure, McpHub};
 
@@ -124,11 +131,11 @@ impl McpGateway {
     }
 
     /// One pack's view: its manifest request and the operator's grant.
-    pub fn for_pack(self: &Arc<Self>, request: McpRequest, grants: Vec<String>) -> PackMcp {
+    pub fn for_pack(self: &Arc<Self>, request: McpRequest, grant: McpGrant) -> PackMcp {
         PackMcp {
             gateway: self.clone(),
             request,
-            grants,
+            grant,
         }
     }
 }
@@ -153,21 +160,46 @@ pub fn descriptor(server: &str, name: &str, cfg: &McpServerConfig) -> ToolDescri
     d
 }
 
+/// The catalog-style descriptor of a read on `server` (`method` is
+/// `tools/list` or `resources/read`): the gate tool
+/// `mcp:<server>#<method>`, tier `read`, the server's scopes.
+fn read_descriptor(server: &str, method: &str, cfg: &McpServerConfig) -> ToolDescriptor {
+    let mut d = ToolDescriptor::new(read_id(server, method), ToolSource::Mcp, SafetyTier::Read);
+    d.title = Some(format!("MCP {server} {method}"));
+    d.egress = Some(crate::tools::Egress::HostOwned);
+    d.auth = (!cfg.scopes.is_empty()).then(|| crate::tools::ToolAuth {
+        scopes: cfg.scopes.clone(),
+        credential_ref: false,
+    });
+    d
+}
+
 /// One pack's MCP view (see the module docs).
 #[derive(Clone)]
 pub struct PackMcp {
     gateway: Arc<McpGateway>,
     request: McpRequest,
-    grants: Vec<String>,
+    grant: McpGrant,
 }
 
 impl std::fmt::Debug for PackMcp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PackMcp")
             .field("request", &self.request)
-            .field("grants", &self.grants)
+            .field("grant", &self.grant)
             .finish()
     }
+}
+
+/// What an MCP denial is about.
+#[derive(Clone, Copy)]
+enum Target<'a> {
+    /// The server itself (listing, health).
+    Server,
+    /// A tool.
+    Tool(&'a str),
+    /// A resource URI.
+    Resource(&'a str),
 }
 
 fn gate_error(kind: GateErrorKind, code: &str, message: String, details: Value) -> GateError {
@@ -180,18 +212,40 @@ fn gate_error(kind: GateErrorKind, code: &str, message: String, details: Value) 
 }
 
 /// The gate error of a refusal before the server is contacted.
-fn denial_error(server: &str, tool: Option<&str>, d: McpDenial) -> GateError {
-    let what = match tool {
-        Some(t) => format!("MCP tool `{server}/{t}`"),
-        None => format!("MCP server `{server}`"),
+fn denial_error(server: &str, target: Target<'_>, d: McpDenial) -> GateError {
+    let (what, tool_name, uri, request_key, grant_key) = match target {
+        Target::Tool(t) => (
+            format!("MCP tool `{server}/{t}`"),
+            Some(tool_id(server, t)),
+            None,
+            "`x-wop.mcp.tools`",
+            "[packs.<name>] mcp",
+        ),
+        Target::Resource(u) => (
+            format!("MCP resource `{u}` on server `{server}`"),
+            Some(read_id(server, "resources/read")),
+            Some(u),
+            "`x-wop.mcp.resources`",
+            "[packs.<name>] mcpResources; a tool grant does not allow reads",
+        ),
+        Target::Server => (
+            format!("MCP server `{server}`"),
+            None,
+            None,
+            "`x-wop.mcp`",
+            "[packs.<name>] mcp",
+        ),
     };
-    let tool_name = tool.map(|t| tool_id(server, t));
     let forbidden = |reason: &str, message: String, required: Vec<String>| {
+        let mut d = json!({"scope": "mcp", "serverId": server, "toolName": tool_name, "reason": reason, "requiredScopes": required});
+        if let (Some(u), Some(o)) = (uri, d.as_object_mut()) {
+            o.insert("uri".to_owned(), Value::String(u.to_owned()));
+        }
         gate_error(
             GateErrorKind::Forbidden,
             ErrorCode::Forbidden.as_str(),
             message,
-            json!({"scope": "mcp", "serverId": server, "toolName": tool_name, "reason": reason, "requiredScopes": required}),
+            d,
         )
     };
     match d {
@@ -203,12 +257,19 @@ fn denial_error(server: &str, tool: Option<&str>, d: McpDenial) -> GateError {
         ),
         McpDenial::NotDeclared => forbidden(
             "not-declared",
-            format!("{what} is not requested in this pack's manifest (`x-wop.mcp.tools`)"),
+            format!("{what} is not requested in this pack's manifest ({request_key})"),
             Vec::new(),
         ),
         McpDenial::NotGranted => forbidden(
             "not-granted",
-            format!("{what} is not granted to this pack (operator policy [packs.<name>] mcp)"),
+            format!("{what} is not granted to this pack (operator policy {grant_key})"),
+            Vec::new(),
+        ),
+        McpDenial::UriNotPlain => forbidden(
+            "uri-not-plain",
+            format!(
+                "{what} has `.`/`..` segments, percent-encoded `.`, `/` or `\\`, a `\\` or whitespace; only an exact URI pattern allows such a URI, never a prefix: request the URI in its plain form"
+            ),
             Vec::new(),
         ),
         McpDenial::MissingScopes { required, missing } => forbidden(
@@ -250,7 +311,19 @@ pub fn mcp_gate_error(e: &McpError) -> GateError {
     gate_error(kind, code.as_str(), e.to_string(), e.details())
 }
 
-/// A failed `tools/call` as a provider failure (decision 0018): refused
+/// An [`McpError`] as a provider failure, telling the gate whether
+/// anything reached the server.
+fn failure(e: &McpError) -> ToolFailure {
+    classify(&McpFailure {
+        error: e.clone(),
+        sent: !matches!(
+            e,
+            McpError::NotFound { .. } | McpError::VersionUnsupported { .. }
+        ),
+    })
+}
+
+/// A failed `tools/call` as a provider failure (decision 0007): refused
 /// before the request was written — unknown server, no common revision, a
 /// connect or handshake that failed or timed out — is `not_sent`, so the
 /// gate releases the effect claim and a retry reaches the server; the
@@ -306,106 +379,189 @@ impl crate::ToolProvider for McpTool {
     }
 }
 
-/// What [`call_tool`] did at the gate, when the call reached it.
+/// What [`run`] did at the gate, when the operation reached it.
 pub(crate) type Performed = Option<(String, CallReceipt)>;
 
-/// `mcp.call-tool`: authorization, then the gate as `mcp:<server>/<name>`.
-pub(crate) async fn call_tool(
-    gate: &Gate,
-    mcp: Option<&PackMcp>,
-    scope: &mut CallScope<'_>,
-    server: &str,
-    name: &str,
-    arguments: Value,
-    idempotency_key: Option<&str>,
-) -> (Result<Value, GateError>, Performed) {
-    let tid = tool_id(server, name);
-    let decided = match mcp {
-        None => Err(McpDenial::NotFound),
-        Some(m) => authorize_tool(
-            &m.request,
-            &m.grants,
-            &m.gateway.servers,
-            server,
-            name,
-            &scope.site.principal.scopes,
-        )
-        .map(|cfg| (m, cfg)),
-    };
-    let (m, cfg) = match decided {
-        Ok(x) => x,
-        Err(d) => {
-            let e = denial_error(server, Some(name), d);
-            return (Err(gate.deny(scope, &tid, &arguments, e)), None);
-        }
-    };
-    let tool = RegisteredTool {
-        descriptor: descriptor(server, name, cfg),
-        tenants: None,
-        rate: cfg.rate_limit,
-        timeout: Duration::from_millis(cfg.timeout_ms),
-        provider: Arc::new(McpTool {
-            hub: m.gateway.hub.clone(),
-            server: server.to_owned(),
-            name: name.to_owned(),
-        }),
-    };
-    let (r, receipt) = gate
-        .call_authorized(scope, &tool, arguments, idempotency_key)
-        .await;
-    (r, Some((tid, receipt)))
-}
-
-/// A read on a server.
-pub(crate) enum Read<'a> {
+/// One `ctx.mcp` operation that passes the gate.
+pub(crate) enum Op<'a> {
+    /// `tools/call` of a tool, with the pack's idempotency key if any.
+    Call {
+        /// The tool.
+        name: &'a str,
+        /// Its arguments.
+        arguments: Value,
+        /// The pack's business key.
+        idempotency_key: Option<&'a str>,
+    },
     /// `tools/list` (one page).
     Tools(Option<String>),
     /// `resources/read`.
     Resource(&'a str),
-    /// The host's health document.
-    Health,
 }
 
-/// `list-tools`, `read-resource`, `server-health`: the server must be
-/// visible and granted; bounded by the invocation's deadline.
-pub(crate) async fn read(
+/// Performs a read for the gate (`tools/list` or `resources/read`).
+struct McpRead {
+    hub: Arc<McpHub>,
+    server: String,
+    method: &'static str,
+}
+
+#[async_trait::async_trait]
+impl crate::ToolProvider for McpRead {
+    async fn call(&self, call: ToolCall) -> Result<Value, ToolFailure> {
+        let arg = |k: &str| {
+            call.arguments
+                .get(k)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let hub = &self.hub;
+        let fut = async {
+            match self.method {
+                "tools/list" => hub.list_tools(&self.server, arg("cursor")).await,
+                _ => {
+                    let uri = arg("uri").unwrap_or_default();
+                    hub.read_resource(&self.server, &uri).await
+                }
+            }
+        };
+        match tokio::time::timeout(call.timeout, fut).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(failure(&e)),
+            Err(_) => Err(failure(&timed_out(call.timeout.as_millis()))),
+        }
+    }
+}
+
+/// `call-tool`, `list-tools`, `read-resource`: authorization here (fail
+/// closed), then the gate — `mcp:<server>/<tool>`, or the read tools
+/// `mcp:<server>#tools/list` / `#resources/read` — for the rate limit,
+/// budget, effect claim (calls of `write`/`exec` tools), audit pair and
+/// usage. A denial is audited and never sent.
+pub(crate) async fn run(
+    gate: &Gate,
+    mcp: Option<&PackMcp>,
+    scope: &mut CallScope<'_>,
+    server: &str,
+    op: Op<'_>,
+) -> (Result<Value, GateError>, Performed) {
+    let scopes = &scope.site.principal.scopes;
+    let (tid, target, arguments, key) = match &op {
+        Op::Call {
+            name,
+            arguments,
+            idempotency_key,
+        } => (
+            tool_id(server, name),
+            Target::Tool(name),
+            arguments.clone(),
+            *idempotency_key,
+        ),
+        Op::Tools(cursor) => (
+            read_id(server, "tools/list"),
+            Target::Server,
+            cursor
+                .as_ref()
+                .map_or_else(|| json!({}), |c| json!({"cursor": c})),
+            None,
+        ),
+        Op::Resource(uri) => (
+            read_id(server, "resources/read"),
+            Target::Resource(uri),
+            json!({"uri": uri}),
+            None,
+        ),
+    };
+    let decided = mcp.ok_or(McpDenial::NotFound).and_then(|m| {
+        let servers = &m.gateway.servers;
+        match &op {
+            Op::Call { name, .. } => {
+                authorize_tool(&m.request, &m.grant.tools, servers, server, name, scopes)
+            }
+            Op::Tools(_) => authorize_server(&m.request, &m.grant.tools, servers, server, scopes),
+            Op::Resource(uri) => {
+                authorize_resource(&m.request, &m.grant.resources, servers, server, uri, scopes)
+            }
+        }
+        .map(|cfg| (m, cfg))
+    });
+    let (m, cfg) = match decided {
+        Ok(x) => x,
+        Err(d) => {
+            let e = denial_error(server, target, d);
+            return (Err(gate.deny(scope, &tid, &arguments, e)), None);
+        }
+    };
+    let hub = m.gateway.hub.clone();
+    let (descriptor, provider): (ToolDescriptor, Arc<dyn crate::ToolProvider>) = match &op {
+        Op::Call { name, .. } => (
+            descriptor(server, name, cfg),
+            Arc::new(McpTool {
+                hub,
+                server: server.to_owned(),
+                name: (*name).to_owned(),
+            }),
+        ),
+        Op::Tools(_) | Op::Resource(_) => {
+            let method = if matches!(op, Op::Tools(_)) {
+                "tools/list"
+            } else {
+                "resources/read"
+            };
+            (
+                read_descriptor(server, method, cfg),
+                Arc::new(McpRead {
+                    hub,
+                    server: server.to_owned(),
+                    method,
+                }),
+            )
+        }
+    };
+    let tool = RegisteredTool {
+        descriptor,
+        tenants: None,
+        rate: cfg.rate_limit,
+        timeout: Duration::from_millis(cfg.timeout_ms),
+        provider,
+    };
+    let (r, receipt) = gate.call_authorized(scope, &tool, arguments, key).await;
+    let r = r.map(|mut v| {
+        if let (Op::Tools(_), Some(Value::Array(tools))) = (&op, v.get_mut("tools")) {
+            tools.retain(|t| {
+                t.get("name")
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| tool_allowed(&m.request, &m.grant.tools, server, n).is_ok())
+            });
+        }
+        v
+    });
+    (r, Some((tid, receipt)))
+}
+
+/// `server-health`: the server must be visible and granted (a tool or a
+/// resource grant); bounded by the invocation's deadline. The host's own
+/// document, not a call: not audited, not counted.
+pub(crate) async fn health(
     mcp: Option<&PackMcp>,
     principal_scopes: &[String],
     deadline: Instant,
     server: &str,
-    op: Read<'_>,
 ) -> Result<Value, GateError> {
     let Some(m) = mcp else {
-        return Err(denial_error(server, None, McpDenial::NotFound));
+        return Err(denial_error(server, Target::Server, McpDenial::NotFound));
     };
-    authorize_server(
+    authorize_health(
         &m.request,
-        &m.grants,
+        &m.grant,
         &m.gateway.servers,
         server,
         principal_scopes,
     )
-    .map_err(|d| denial_error(server, None, d))?;
-    let hub = &m.gateway.hub;
+    .map_err(|d| denial_error(server, Target::Server, d))?;
     let within = deadline.saturating_duration_since(Instant::now());
-    let list = matches!(op, Read::Tools(_));
-    let fut = async {
-        match op {
-            Read::Tools(cursor) => hub.list_tools(server, cursor).await,
-            Read::Resource(uri) => hub.read_resource(server, uri).await,
-            Read::Health => hub.server_health(server).await,
-        }
-    };
-    let mut v = match tokio::time::timeout(within, fut).await {
-        Ok(r) => r.map_err(|e| mcp_gate_error(&e))?,
-        Err(_) => return Err(mcp_gate_error(&timed_out(within.as_millis()))),
-    };
-    if list && let Some(Value::Array(tools)) = v.get_mut("tools") {
-        tools.retain(|t| {
-            t.get("name")
-                .and_then(Value::as_str)
-                .is_some_and(|n| tool_allowed(&m.request, &m.grants, server, n).is_ok())
-        });
+    match tokio::time::timeout(within, m.gateway.hub.server_health(server)).await {
+        Ok(r) => r.map_err(|e| mcp_gate_error(&e)),
+        Err(_) => Err(mcp_gate_error(&timed_out(within.as_millis()))),
     }
-    Ok(v)
 }

@@ -168,8 +168,55 @@ impl GateSession {
         arguments: Value,
         idempotency_key: Option<&str>,
     ) -> Result<Value, GateError> {
-        check_id("MCP server id", server, limits::MAX_MCP_NAME_BYTES)?;
         check_id("MCP tool name", name, limits::MAX_MCP_NAME_BYTES)?;
+        let op = crate::mcp::Op::Call {
+            name,
+            arguments,
+            idempotency_key,
+        };
+        self.mcp_op(server, op).await
+    }
+
+    /// `mcp.list-tools`: one page, keeping only tools this pack may call;
+    /// through the gate like a call (see [`crate::mcp`]).
+    pub async fn mcp_list_tools(
+        &mut self,
+        server: &str,
+        cursor: Option<String>,
+    ) -> Result<Value, GateError> {
+        if let Some(c) = &cursor {
+            check_id("MCP cursor", c, limits::MAX_URL_BYTES)?;
+        }
+        self.mcp_op(server, crate::mcp::Op::Tools(cursor)).await
+    }
+
+    /// `mcp.read-resource`, unaltered; needs a resource grant, and goes
+    /// through the gate like a call (see [`crate::mcp`]).
+    pub async fn mcp_read_resource(&mut self, server: &str, uri: &str) -> Result<Value, GateError> {
+        check_id("MCP resource URI", uri, limits::MAX_URL_BYTES)?;
+        self.mcp_op(server, crate::mcp::Op::Resource(uri)).await
+    }
+
+    /// `mcp.server-health`: the host's health document for the server.
+    pub async fn mcp_server_health(&mut self, server: &str) -> Result<Value, GateError> {
+        check_id("MCP server id", server, limits::MAX_MCP_NAME_BYTES)?;
+        let deadline = crate::fetch::fetch_deadline(self.site.deadline);
+        let r = crate::mcp::health(
+            self.mcp.as_ref(),
+            &self.site.principal.scopes,
+            deadline,
+            server,
+        )
+        .await;
+        self.note(&r);
+        r
+    }
+
+    /// One `ctx.mcp` operation through the gate (transport `mcp`, the
+    /// invocation's deadline as safe-fetch bounds it), counted from its
+    /// receipt.
+    async fn mcp_op(&mut self, server: &str, op: crate::mcp::Op<'_>) -> Result<Value, GateError> {
+        check_id("MCP server id", server, limits::MAX_MCP_NAME_BYTES)?;
         let mut site = self.site.clone();
         site.deadline = crate::fetch::fetch_deadline(site.deadline);
         site.transport = wop_core::events::Transport::Mcp;
@@ -178,57 +225,11 @@ impl GateSession {
             counters: &mut self.counters,
             events: &mut LogAudit(&self.log),
         };
-        let (r, done) = crate::mcp::call_tool(
-            &self.gate,
-            self.mcp.as_ref(),
-            &mut scope,
-            server,
-            name,
-            arguments,
-            idempotency_key,
-        )
-        .await;
+        let (r, done) =
+            crate::mcp::run(&self.gate, self.mcp.as_ref(), &mut scope, server, op).await;
         if let Some((tool_id, receipt)) = &done {
             self.usage.count(tool_id, receipt);
         }
-        self.note(&r);
-        r
-    }
-
-    /// `mcp.list-tools`: one page, keeping only tools this pack may call.
-    pub async fn mcp_list_tools(
-        &mut self,
-        server: &str,
-        cursor: Option<String>,
-    ) -> Result<Value, GateError> {
-        self.mcp_read(server, crate::mcp::Read::Tools(cursor)).await
-    }
-
-    /// `mcp.read-resource`, unaltered.
-    pub async fn mcp_read_resource(&mut self, server: &str, uri: &str) -> Result<Value, GateError> {
-        self.mcp_read(server, crate::mcp::Read::Resource(uri)).await
-    }
-
-    /// `mcp.server-health`: the host's health document for the server.
-    pub async fn mcp_server_health(&mut self, server: &str) -> Result<Value, GateError> {
-        self.mcp_read(server, crate::mcp::Read::Health).await
-    }
-
-    async fn mcp_read(
-        &mut self,
-        server: &str,
-        op: crate::mcp::Read<'_>,
-    ) -> Result<Value, GateError> {
-        check_id("MCP server id", server, limits::MAX_MCP_NAME_BYTES)?;
-        let deadline = crate::fetch::fetch_deadline(self.site.deadline);
-        let r = crate::mcp::read(
-            self.mcp.as_ref(),
-            &self.site.principal.scopes,
-            deadline,
-            server,
-            op,
-        )
-        .await;
         self.note(&r);
         r
     }

@@ -9,7 +9,8 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Addition {
-    /// `capability`, `tool`, `egress`, `mcp-server`, `mcp-tool`, `limit`.
+    /// `capability`, `tool`, `egress`, `mcp-server`, `mcp-tool`,
+    /// `mcp-resource`, `limit`.
     pub kind: &'static str,
     /// What is added (a capability name, tool id, destination, …; for a
     /// limit, `name: old -> new`).
@@ -54,6 +55,14 @@ pub fn additions(old: &Manifest, new: &Manifest) -> Vec<Addition> {
                 if !o.mcp.tools.contains(t) {
                     out.push(add("mcp-tool", t));
                 }
+            }
+        }
+    }
+    for (server, patterns) in &n.mcp.resources {
+        let olds = o.mcp.resources.get(server);
+        for p in patterns {
+            if !olds.is_some_and(|v| v.contains(p)) {
+                out.push(add("mcp-resource", &format!("{server}: {p}")));
             }
         }
     }

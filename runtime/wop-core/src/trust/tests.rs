@@ -221,7 +221,7 @@ fn diff_lists_only_additions() {
     assert!(diff::additions(&old, &same).is_empty());
     let more = m(
         r#"["tools","http"]"#,
-        r#","tools":["a:b","c:d"],"egress":["api.example.com"],"limits":{"fuel":20}"#,
+        r#","tools":["a:b","c:d"],"egress":["api.example.com"],"limits":{"fuel":20},"mcp":{"servers":["ev"],"tools":["ev/echo"],"resources":{"ev":["test://a/*"]}}"#,
     );
     let adds: Vec<String> = diff::additions(&old, &more)
         .iter()
@@ -233,6 +233,8 @@ fn diff_lists_only_additions() {
             "capability: http",
             "tool: c:d",
             "egress: api.example.com",
+            "mcp-server: ev",
+            "mcp-resource: ev: test://a/*",
             "limit: fuel: 10 -> 20"
         ]
     );

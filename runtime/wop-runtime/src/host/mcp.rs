@@ -57,6 +57,8 @@ impl Host for HostState {
         self.count("mcp");
         self.require(Capability::Mcp)?;
         self.check_arg(server_id.len() + cursor.as_ref().map_or(0, String::len))?;
+        // A read is a round of the pack's loop, like a call.
+        self.loop_tick()?;
         Ok(out(self.session.mcp_list_tools(&server_id, cursor).await))
     }
 
@@ -68,6 +70,7 @@ impl Host for HostState {
         self.count("mcp");
         self.require(Capability::Mcp)?;
         self.check_arg(server_id.len() + uri.len())?;
+        self.loop_tick()?;
         Ok(out(self.session.mcp_read_resource(&server_id, &uri).await))
     }
 

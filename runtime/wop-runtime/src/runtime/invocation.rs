@@ -345,7 +345,7 @@ impl Runtime {
         params.mcp = Some(
             self.inner
                 .mcp
-                .for_pack(m.wop.mcp.clone(), self.inner.policy.grant(&m.name).mcp),
+                .for_pack(m.wop.mcp.clone(), self.inner.policy.mcp_grant(&m.name)),
         );
         params.binding = binding;
         params.tap = tap;

@@ -130,6 +130,7 @@ tiers = {{ echo = "pure", "get-sum" = "pure" }}
 [packs.mcp]
 capabilities = ["log", "mcp"]
 mcp = ["everything"]
+mcpResources = {{ everything = ["demo://resource/dynamic/*"] }}
 "#,
         everything_js()
     ));
@@ -246,6 +247,7 @@ async fn python_streamable_http_effects_and_denials() {
 [packs.mcp]
 capabilities = ["log", "mcp"]
 mcp = ["py/add", "py/echo", "py/idempotency_count", "pyrl", "pyscoped", "unreq", "ghost"]
+mcpResources = {{ py = ["test://*"] }}
 "#,
         server(""),
         server("rateLimit = { capacity = 1, refillPerSec = 0.001 }"),
@@ -259,7 +261,8 @@ mcp = ["py/add", "py/echo", "py/idempotency_count", "pyrl", "pyscoped", "unreq",
         json!({
             "servers": ["py", "pyrl", "pyscoped", "nogrant", "ghost"],
             "tools": ["py/add", "py/echo", "py/idempotency_count", "py/undeclared-but-granted",
-                      "pyrl/*", "pyscoped/*", "nogrant/*", "ghost/*"]
+                      "pyrl/*", "pyscoped/*", "nogrant/*", "ghost/*"],
+            "resources": {"py": ["test://*"]}
         }),
     );
     rt.load_pack(&pack).await.unwrap();
@@ -662,6 +665,169 @@ fn scripted(id: &str, mode: &str, env: &[(&str, &str)], extra: &str) -> String {
 /// [`scripted`], logging what reaches the server to `log`.
 fn logged(id: &str, mode: &str, log: &Path, extra: &str) -> String {
     scripted(id, mode, &[("FAKE_MCP_LOG", log.to_str().unwrap())], extra)
+}
+
+/// Reads under the gate (issue 19, decision 0017): a tool grant does not
+/// allow reading resources (`forbidden`, nothing reaches the server); a
+/// granted URI pattern does; reads and listings are audited and counted
+/// against rate limits and the run's budget like calls (a budget of N
+/// operations lets exactly N through).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_reads_need_their_own_grant_and_pass_the_gate() {
+    if skip("mcp_reads_need_their_own_grant_and_pass_the_gate") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (tonly, fake, rl) = (
+        tmp.path().join("tonly.log"),
+        tmp.path().join("fake.log"),
+        tmp.path().join("rl.log"),
+    );
+    let rt = runtime(&format!(
+        "{}{}{}[packs.mcp]\ncapabilities = [\"log\", \"mcp\"]\nmcp = [\"tonly\", \"fake\", \"rl\"]\nmcpResources = {{ fake = [\"test://allowed/*\"], rl = [\"test://*\"] }}\n",
+        logged("tonly", "legacy", &tonly, ""),
+        logged("fake", "legacy", &fake, ""),
+        logged(
+            "rl",
+            "legacy",
+            &rl,
+            "rateLimit = { capacity = 1, refillPerSec = 0.001 }"
+        ),
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let pack = mcp_pack(
+        dir.path(),
+        json!({
+            "servers": ["tonly", "fake", "rl"],
+            // The pack asks for everything; the operator decides.
+            "resources": {"tonly": ["file:///*"], "fake": ["test://*", "file:///*"], "rl": ["test://*"]}
+        }),
+    );
+    rt.load_pack(&pack).await.unwrap();
+    let read = |server: &str, uri: &str| json!({"server": server, "resource": uri});
+
+    // Tools granted on `tonly`, no resources: its tools work, its
+    // resources are forbidden and never reach it.
+    let r = rt
+        .invoke(req(json!({"server": "tonly", "tool": "a"}), "r-read", 1))
+        .await;
+    output(&r);
+    let r = rt
+        .invoke(req(read("tonly", "file:///etc/shadow"), "r-read", 1))
+        .await;
+    let e = failure(&r);
+    assert_eq!(e.code, "forbidden", "{e:?}");
+    assert_eq!(det(e)["reason"], "not-granted", "{e:?}");
+    assert_eq!(det(e)["uri"], "file:///etc/shadow", "{e:?}");
+    assert!(e.message.contains("mcpResources"), "{e:?}");
+    assert_eq!(
+        returned(&r),
+        vec![(
+            "mcp:tonly#resources/read".to_owned(),
+            ToolStatus::Forbidden,
+            None,
+            None
+        )]
+    );
+    assert_eq!(count(&tonly, "tools/call"), 1, "the server is up");
+    assert_eq!(count(&tonly, "resources/read"), 0, "nothing reached it");
+
+    // An allowed URI pattern works, audited and counted like a call.
+    let r = rt
+        .invoke(req(read("fake", "test://allowed/1"), "r-read", 1))
+        .await;
+    assert_eq!(
+        output(&r)["resource"]["contents"][0]["uri"],
+        "test://allowed/1"
+    );
+    let ret = returned(&r);
+    assert_eq!(ret.len(), 1, "{ret:?}");
+    assert_eq!(
+        (ret[0].0.as_str(), ret[0].1),
+        ("mcp:fake#resources/read", ToolStatus::Ok)
+    );
+    assert!(ret[0].2.is_some(), "performed: durationMs");
+    assert!(mcp_transport(&r));
+    assert_eq!(
+        r.usage.tool_calls_by_id.get("mcp:fake#resources/read"),
+        Some(&1)
+    );
+    let reads = received(&fake);
+    assert_eq!(
+        reads.last().map(|(m, p)| (m.as_str(), p["uri"].clone())),
+        Some(("resources/read", json!("test://allowed/1")))
+    );
+    // Outside the operator's pattern, or escaping it: forbidden, not sent.
+    for (uri, reason) in [
+        ("file:///etc/passwd", "not-granted"),
+        ("test://allowed/../secret", "uri-not-plain"),
+        ("test://allowed/%2e%2e/secret", "uri-not-plain"),
+    ] {
+        let r = rt.invoke(req(read("fake", uri), "r-read", 1)).await;
+        let e = failure(&r);
+        assert_eq!(
+            (e.code.as_str(), det(e)["reason"].as_str()),
+            ("forbidden", Some(reason)),
+            "{uri}"
+        );
+        assert_eq!(returned(&r)[0].1, ToolStatus::Forbidden);
+    }
+    assert_eq!(count(&fake, "resources/read"), 1);
+
+    // list-tools is audited too.
+    let r = rt
+        .invoke(req(
+            json!({"server": "fake", "list": true, "allPages": true}),
+            "r-read",
+            1,
+        ))
+        .await;
+    assert_eq!(output(&r)["pages"], 2);
+    let names: Vec<String> = returned(&r).into_iter().map(|x| x.0).collect();
+    assert_eq!(names, ["mcp:fake#tools/list", "mcp:fake#tools/list"]);
+
+    // A budget of 3 operations in one run: two listings and one read go
+    // through, the fourth operation is refused before it is sent.
+    let budget = || wop_runtime::metering::RunBudget {
+        max_tool_calls: Some(3),
+        ..Default::default()
+    };
+    let (lists, reads) = (count(&fake, "tools/list"), count(&fake, "resources/read"));
+    let mut q = req(
+        json!({"server": "fake", "list": true, "allPages": true}),
+        "r-budget",
+        1,
+    );
+    q.budget = Some(budget());
+    output(&rt.invoke(q).await);
+    let mut q = req(
+        json!({"server": "fake", "resource": "test://allowed/1", "repeat": 5}),
+        "r-budget",
+        1,
+    );
+    q.budget = Some(budget());
+    let r = rt.invoke(q).await;
+    assert_eq!(failure(&r).code, "budget_exhausted", "{:?}", r.outcome);
+    assert_eq!(count(&fake, "tools/list") - lists, 2);
+    assert_eq!(
+        count(&fake, "resources/read") - reads,
+        1,
+        "exactly N through"
+    );
+    let ret = returned(&r);
+    assert_eq!(ret.len(), 2, "{ret:?}");
+    assert_eq!((ret[1].1, ret[1].2), (ToolStatus::Error, None));
+
+    // The server's rate limit holds for reads.
+    let r = rt
+        .invoke(req(
+            json!({"server": "rl", "resource": "test://x", "repeat": 2}),
+            "r-rl",
+            1,
+        ))
+        .await;
+    assert_eq!(failure(&r).code, "rate_limited", "{:?}", r.outcome);
+    assert_eq!(count(&rl, "resources/read"), 1);
 }
 
 /// Client failures classified right (issue 19, decision 0018): a handshake

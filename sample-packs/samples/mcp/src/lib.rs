@@ -8,7 +8,9 @@
 //! - `{"server", "list": true, "allPages"?}` → `{"tools": [<name>...],
 //!   "pages": n, "first": <the first page, unaltered>}`; only the tools this
 //!   pack may call are listed.
-//! - `{"server", "resource": "<uri>"}` → `{"resource": <ReadResourceResult>}`.
+//! - `{"server", "resource": "<uri>", "repeat"?}` → `{"resource":
+//!   <ReadResourceResult>}`, or with `repeat: n`, `{"resources": [...]}`
+//!   (n reads in a loop).
 //! - `{"server", "health": true}` → `{"health": <health document>}`.
 //!
 //! Any refusal or failure fails the node with the MCP error's code, message
@@ -36,7 +38,7 @@ struct Inputs {
     /// Names the business operation so the effect fires at most once.
     #[serde(default)]
     idempotency_key: Option<String>,
-    /// Call the tool this many times in a loop.
+    /// Call the tool (or read the resource) this many times in a loop.
     #[serde(default)]
     repeat: Option<u32>,
     /// List the tools.
@@ -98,6 +100,13 @@ impl Pack for McpSample {
             return Outcome::completed(list(ctx, server, inputs.all_pages)?);
         }
         if let Some(uri) = &inputs.resource {
+            if let Some(n) = inputs.repeat {
+                let mut reads = Vec::new();
+                for _ in 0..n {
+                    reads.push(ctx.mcp().read_resource(server, uri)?);
+                }
+                return Outcome::completed(json!({ "resources": reads }));
+            }
             let r = ctx.mcp().read_resource(server, uri)?;
             return Outcome::completed(json!({ "resource": r }));
         }
