@@ -31,16 +31,15 @@
 //! grants. Unknown keys are errors.
 
 pub mod abi_v1;
-mod bindings;
 mod cache;
 mod capability_doc;
+mod component;
 mod engine;
-mod host;
-mod invoke;
+mod env;
+mod kind;
 mod registry;
 mod runtime;
 mod sandbox;
-mod state;
 
 // The layers below, re-exported so that embedders need one dependency.
 // Pure domain (`wop-core`):
@@ -75,8 +74,9 @@ pub mod metering {
 
 pub use cache::CacheStats;
 pub use capability_doc::CapabilityDocument;
-pub use host::wasi::GUEST_DATA_DIR;
-pub use runtime::{PackSummary, Runtime, RuntimeConfig, RuntimeStats};
+pub use component::GUEST_DATA_DIR;
+pub use registry::PackSummary;
+pub use runtime::{Runtime, RuntimeConfig, RuntimeStats};
 pub use wop_core::FsGrant;
 pub use wop_core::{
     Capability, ConfigError, EgressView, ErrorCode, Event, EventSink, FailureSource, ImportReport,

@@ -99,7 +99,7 @@ pub(crate) enum HostFn {
 }
 
 /// Per-invocation store data of a core module. Dropped with the store.
-pub(crate) struct CoreState {
+pub(crate) struct AbiV1State {
     /// The sandbox every pack kind shares.
     pub sb: Sandbox,
     /// The host-provided memory (`env.memory`), if the module imports one.
@@ -123,7 +123,7 @@ pub(crate) struct CoreState {
     pub reentry: u32,
 }
 
-impl SandboxState for CoreState {
+impl SandboxState for AbiV1State {
     fn sandbox(&self) -> &Sandbox {
         &self.sb
     }
@@ -135,7 +135,7 @@ impl SandboxState for CoreState {
     }
 }
 
-impl CoreState {
+impl AbiV1State {
     fn count(&mut self, iface: &'static str) {
         self.sb.count(iface);
     }
@@ -163,7 +163,7 @@ impl CoreState {
 pub(crate) const SUSPENDED: &str = "wop: node suspended through openwop_interrupt";
 
 /// The module's memory: the host-provided one, else its `memory` export.
-pub(crate) fn memory_of(caller: &mut Caller<'_, CoreState>) -> wasmtime::Result<Memory> {
+pub(crate) fn memory_of(caller: &mut Caller<'_, AbiV1State>) -> wasmtime::Result<Memory> {
     if let Some(m) = caller.data().memory {
         return Ok(m);
     }
@@ -182,7 +182,7 @@ pub(crate) fn in_bounds(ptr: u32, len: u32, size: usize) -> bool {
 
 /// Copies `[ptr, ptr+len)` out of guest memory after a bounds check.
 fn read(
-    caller: &mut Caller<'_, CoreState>,
+    caller: &mut Caller<'_, AbiV1State>,
     what: &str,
     ptr: u32,
     len: u32,
@@ -201,7 +201,7 @@ fn read(
 
 /// Hands bytes to the module: `openwop_alloc(len)` in the guest, a bounds
 /// check of what it returned, then a copy. The module frees the buffer.
-async fn give(caller: &mut Caller<'_, CoreState>, bytes: &[u8]) -> wasmtime::Result<(u32, u32)> {
+async fn give(caller: &mut Caller<'_, AbiV1State>, bytes: &[u8]) -> wasmtime::Result<(u32, u32)> {
     let len = u32::try_from(bytes.len()).map_err(|_| {
         caller
             .data_mut()
@@ -256,7 +256,11 @@ fn arg(params: &[Val], i: usize) -> u32 {
 }
 
 /// Reads a key or channel name; `None` if it is too long or not UTF-8.
-fn key(caller: &mut Caller<'_, CoreState>, ptr: u32, len: u32) -> wasmtime::Result<Option<String>> {
+fn key(
+    caller: &mut Caller<'_, AbiV1State>,
+    ptr: u32,
+    len: u32,
+) -> wasmtime::Result<Option<String>> {
     if len > MAX_KEY_BYTES {
         // Still bounds-checked: a bad pointer is a fault, not a miss.
         let mem = memory_of(caller)?;
@@ -275,7 +279,7 @@ fn key(caller: &mut Caller<'_, CoreState>, ptr: u32, len: u32) -> wasmtime::Resu
 /// Runs one host function.
 pub(crate) async fn call(
     f: HostFn,
-    mut caller: Caller<'_, CoreState>,
+    mut caller: Caller<'_, AbiV1State>,
     params: &[Val],
     results: &mut [Val],
 ) -> wasmtime::Result<()> {
@@ -408,7 +412,7 @@ pub(crate) async fn call(
 
 /// `openwop_variable_set` / `openwop_channel_write`: the status code.
 fn set(
-    caller: &mut Caller<'_, CoreState>,
+    caller: &mut Caller<'_, AbiV1State>,
     abi: AbiImport,
     params: &[Val],
 ) -> wasmtime::Result<i32> {

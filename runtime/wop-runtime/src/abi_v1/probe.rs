@@ -1,8 +1,8 @@
 //! Probe mode (`wop probe`): calls one export of a core module with one
 //! i32 (or none) under the sandbox contract and reports one JSON line.
 
+use super::execute::{AbiCall, AbiReturned, Setup, execute};
 use super::imports;
-use super::invoke::{CoreCall, CoreReturned, Setup, execute};
 use super::loader::{self, Mode};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
@@ -184,15 +184,15 @@ pub async fn probe(wasm: &[u8], opts: &ProbeOptions) -> Result<ProbeReport, Prob
             breakdown: false,
             tap: None,
         },
-        CoreCall::Probe {
+        AbiCall::Probe {
             entry: opts.entry.clone(),
             arg: opts.arg,
         },
     )
     .await;
     let verdict = match exec.result {
-        Ok(CoreReturned::Probe(v)) => ProbeVerdict::Ok(v.as_ref().map_or(Value::Null, val_json)),
-        Ok(CoreReturned::Suspended(_)) | Ok(_) => ProbeVerdict::Failed(NodeError::runtime(
+        Ok(AbiReturned::Probe(v)) => ProbeVerdict::Ok(v.as_ref().map_or(Value::Null, val_json)),
+        Ok(AbiReturned::Suspended(_)) | Ok(_) => ProbeVerdict::Failed(NodeError::runtime(
             ErrorCode::SandboxInvocationError,
             "the probe did not return",
             Default::default(),

@@ -3,7 +3,7 @@
 //! wall clock and bounded log as components, then classification through
 //! the one [`classify`] function.
 
-use super::host::{CoreState, PairEncoding, in_bounds};
+use super::host::{AbiV1State, PairEncoding, in_bounds};
 use crate::sandbox::{self, Sandbox, Spec};
 use serde_json::{Map, Value};
 use std::sync::atomic::AtomicU64;
@@ -35,9 +35,9 @@ pub struct AbiExports {
 /// A compiled module with everything needed to instantiate it.
 pub(crate) struct Linked {
     pub module: Module,
-    pub linker: Linker<CoreState>,
+    pub linker: Linker<AbiV1State>,
     /// Ready-made pre-instantiation when the module imports no memory.
-    pub pre: Option<InstancePre<CoreState>>,
+    pub pre: Option<InstancePre<AbiV1State>>,
     /// The memory the host provides as `env.memory` (max = the cap).
     pub host_memory: Option<MemoryType>,
     /// The ABI exports (absent in probe mode).
@@ -45,7 +45,7 @@ pub(crate) struct Linked {
 }
 
 /// What to call on the fresh instance.
-pub(crate) enum CoreCall {
+pub(crate) enum AbiCall {
     /// `openwop_abi_version` first, then name and node ids.
     Identify,
     /// `openwop_node_invoke(index, request)`.
@@ -63,7 +63,7 @@ pub(crate) struct Identity {
     pub node_ids: Vec<String>,
 }
 
-pub(crate) enum CoreReturned {
+pub(crate) enum AbiReturned {
     Identity(Identity),
     /// The response bytes (already freed in the module).
     Response(Vec<u8>),
@@ -93,11 +93,11 @@ pub(crate) struct Setup<'a> {
 }
 
 /// The result of one core-module execution.
-pub(crate) type CoreExecution = sandbox::Execution<CoreReturned>;
+pub(crate) type AbiExecution = sandbox::Execution<AbiReturned>;
 
 /// Runs `call` in a fresh store and instance, then drops both.
-pub(crate) async fn execute(s: Setup<'_>, call: CoreCall) -> CoreExecution {
-    let state = CoreState {
+pub(crate) async fn execute(s: Setup<'_>, call: AbiCall) -> AbiExecution {
+    let state = AbiV1State {
         sb: Sandbox::new(s.limits, &s.seed),
         memory: None,
         variables: s.variables,
@@ -129,15 +129,15 @@ pub(crate) async fn execute(s: Setup<'_>, call: CoreCall) -> CoreExecution {
         let instance = instantiate(linked, &mut *store).await?;
         sandbox::instantiated(store);
         let r = match call {
-            CoreCall::Identify => identify(linked, &instance, &mut *store).await,
-            CoreCall::Invoke { index, request } => {
+            AbiCall::Identify => identify(linked, &instance, &mut *store).await,
+            AbiCall::Invoke { index, request } => {
                 invoke(linked, &instance, &mut *store, index, &request).await
             }
-            CoreCall::Probe { entry, arg } => probe(&instance, &mut *store, &entry, arg).await,
+            AbiCall::Probe { entry, arg } => probe(&instance, &mut *store, &entry, arg).await,
         };
         // `openwop_interrupt` suspends by trapping with the payload set.
         match (r, store.data_mut().suspended.take()) {
-            (Err(_), Some(payload)) => Ok(CoreReturned::Suspended(payload)),
+            (Err(_), Some(payload)) => Ok(AbiReturned::Suspended(payload)),
             (r, _) => r,
         }
     };
@@ -145,7 +145,7 @@ pub(crate) async fn execute(s: Setup<'_>, call: CoreCall) -> CoreExecution {
     armed.finish(outcome)
 }
 
-async fn instantiate(linked: &Linked, store: &mut Store<CoreState>) -> wasmtime::Result<Instance> {
+async fn instantiate(linked: &Linked, store: &mut Store<AbiV1State>) -> wasmtime::Result<Instance> {
     if let Some(pre) = &linked.pre {
         return pre.instantiate_async(&mut *store).await;
     }
@@ -158,7 +158,7 @@ async fn instantiate(linked: &Linked, store: &mut Store<CoreState>) -> wasmtime:
     linker.instantiate_async(&mut *store, &linked.module).await
 }
 
-fn memory(instance: &Instance, store: &mut Store<CoreState>) -> wasmtime::Result<Memory> {
+fn memory(instance: &Instance, store: &mut Store<AbiV1State>) -> wasmtime::Result<Memory> {
     if let Some(m) = store.data().memory {
         return Ok(m);
     }
@@ -173,7 +173,7 @@ fn memory(instance: &Instance, store: &mut Store<CoreState>) -> wasmtime::Result
 /// Calls an export that returns (ptr, len) and copies the bytes out.
 async fn call_pair(
     instance: &Instance,
-    store: &mut Store<CoreState>,
+    store: &mut Store<AbiV1State>,
     export: &str,
     params: &[Val],
     enc: PairEncoding,
@@ -196,7 +196,7 @@ async fn call_pair(
 /// Bounds-checks (ptr, len), caps len, copies the bytes.
 fn read_out(
     instance: &Instance,
-    store: &mut Store<CoreState>,
+    store: &mut Store<AbiV1State>,
     what: &str,
     (ptr, len): (u32, u32),
     cap: u64,
@@ -225,7 +225,7 @@ fn read_out(
     Ok(mem.data(&*store)[start..start + len as usize].to_vec())
 }
 
-fn text(store: &mut Store<CoreState>, what: &str, bytes: Vec<u8>) -> wasmtime::Result<String> {
+fn text(store: &mut Store<AbiV1State>, what: &str, bytes: Vec<u8>) -> wasmtime::Result<String> {
     String::from_utf8(bytes).map_err(|_| {
         store
             .data_mut()
@@ -235,7 +235,7 @@ fn text(store: &mut Store<CoreState>, what: &str, bytes: Vec<u8>) -> wasmtime::R
 
 async fn call_i32(
     instance: &Instance,
-    store: &mut Store<CoreState>,
+    store: &mut Store<AbiV1State>,
     export: &str,
 ) -> wasmtime::Result<i32> {
     let f = match instance.get_typed_func::<(), i32>(&mut *store, export) {
@@ -248,12 +248,12 @@ async fn call_i32(
 async fn identify(
     linked: &Linked,
     instance: &Instance,
-    store: &mut Store<CoreState>,
-) -> wasmtime::Result<CoreReturned> {
+    store: &mut Store<AbiV1State>,
+) -> wasmtime::Result<AbiReturned> {
     // The ABI version first: nothing else is read from an unsupported module.
     let version = i64::from(call_i32(instance, store, "openwop_abi_version").await?);
     if !super::SUPPORTED_ABI_VERSIONS.contains(&version) {
-        return Ok(CoreReturned::Identity(Identity {
+        return Ok(AbiReturned::Identity(Identity {
             version,
             name: None,
             node_ids: Vec::new(),
@@ -298,7 +298,7 @@ async fn identify(
         )?;
         node_ids.push(text(store, "openwop_node_id_at", bytes)?);
     }
-    Ok(CoreReturned::Identity(Identity {
+    Ok(AbiReturned::Identity(Identity {
         version,
         name: Some(name),
         node_ids,
@@ -309,7 +309,7 @@ async fn identify(
 /// as `sandbox_invocation_error` (unless a limit stopped it).
 async fn free(
     instance: &Instance,
-    store: &mut Store<CoreState>,
+    store: &mut Store<AbiV1State>,
     (ptr, len): (u32, u32),
 ) -> wasmtime::Result<()> {
     let f = match instance.get_typed_func::<(i32, i32), ()>(&mut *store, "openwop_free") {
@@ -337,10 +337,10 @@ async fn free(
 async fn invoke(
     linked: &Linked,
     instance: &Instance,
-    store: &mut Store<CoreState>,
+    store: &mut Store<AbiV1State>,
     index: u32,
     request: &[u8],
-) -> wasmtime::Result<CoreReturned> {
+) -> wasmtime::Result<AbiReturned> {
     let Some(exports) = linked.exports else {
         return Err(store.data_mut().invalid("not linked as an ABI v1 pack"));
     };
@@ -397,15 +397,15 @@ async fn invoke(
     // The host frees what it allocated and what it was handed, once each.
     free(instance, store, (req_ptr, len)).await?;
     free(instance, store, resp).await?;
-    Ok(CoreReturned::Response(bytes))
+    Ok(AbiReturned::Response(bytes))
 }
 
 async fn probe(
     instance: &Instance,
-    store: &mut Store<CoreState>,
+    store: &mut Store<AbiV1State>,
     entry: &str,
     arg: Option<i32>,
-) -> wasmtime::Result<CoreReturned> {
+) -> wasmtime::Result<AbiReturned> {
     let Some(f) = instance.get_func(&mut *store, entry) else {
         return Err(store
             .data_mut()
@@ -419,5 +419,5 @@ async fn probe(
     };
     let mut results = vec![Val::I32(0); ty.results().len()];
     f.call_async(&mut *store, &params, &mut results).await?;
-    Ok(CoreReturned::Probe(results.into_iter().next()))
+    Ok(AbiReturned::Probe(results.into_iter().next()))
 }

@@ -2,10 +2,10 @@
 //! session's fetch (egress checks, `egress.decided`, the gate as the tool
 //! `http:<host>`; see `wop_gate::fetch`). Never decides.
 
-use crate::bindings::http::{Header, Host, Request, Response};
-use crate::bindings::types::ErrorInfo;
-use crate::host::gate_error_info;
-use crate::state::HostState;
+use crate::component::bindings::http::{Header, Host, Request, Response};
+use crate::component::bindings::types::ErrorInfo;
+use crate::component::host::gate_error_info;
+use crate::component::state::HostState;
 use wop_core::capability::Capability;
 use wop_gate::fetch::{self, FetchRequest};
 

@@ -1,7 +1,7 @@
 //! `openwop:node-pack/random`: the seeded random stream.
 
-use crate::bindings::random::Host;
-use crate::state::HostState;
+use crate::component::bindings::random::Host;
+use crate::component::state::HostState;
 
 /// Largest single request; above it the call traps (`host-random-bytes`).
 pub(crate) const MAX_FILL: u32 = 65_536;

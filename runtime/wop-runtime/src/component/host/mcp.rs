@@ -1,10 +1,10 @@
 //! `openwop:node-pack/mcp`: every call goes through the invocation's gate
 //! session (`wop_gate::mcp`). Converts; never decides.
 
-use crate::bindings::mcp::Host;
-use crate::bindings::types::ErrorInfo;
-use crate::host::{error_info, gate_error_info};
-use crate::state::HostState;
+use crate::component::bindings::mcp::Host;
+use crate::component::bindings::types::ErrorInfo;
+use crate::component::host::{error_info, gate_error_info};
+use crate::component::state::HostState;
 use serde_json::json;
 use wop_core::capability::Capability;
 use wop_core::error::ErrorCode;

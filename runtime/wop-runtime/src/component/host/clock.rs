@@ -1,7 +1,7 @@
 //! `openwop:node-pack/clock`: the replayable clock.
 
-use crate::bindings::clock::Host;
-use crate::state::HostState;
+use crate::component::bindings::clock::Host;
+use crate::component::state::HostState;
 
 impl Host for HostState {
     fn now_ms(&mut self) -> wasmtime::Result<u64> {

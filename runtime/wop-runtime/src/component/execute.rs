@@ -2,9 +2,9 @@
 //! (WASI with no ambient authority, the resource table, the gate session)
 //! and calls `describe` or `invoke` on a fresh instance.
 
-use crate::bindings::{NodePackPre, node, types};
+use super::bindings::{NodePackPre, node, types};
+use super::state::{HostState, InvocationScope};
 use crate::sandbox::{self, Sandbox, Spec};
-use crate::state::{HostState, InvocationScope};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::Engine;
@@ -34,7 +34,7 @@ pub(crate) struct ExecParams<'a> {
     pub scope: InvocationScope,
     pub limits: Limits,
     pub fs: Option<&'a FsGrant>,
-    pub instantiations: &'a std::sync::atomic::AtomicU64,
+    pub instantiations: Option<&'a std::sync::atomic::AtomicU64>,
     pub gate: Arc<Gate>,
     /// Who calls through the gate (its deadline is set at the start).
     pub site: CallSite,
@@ -60,7 +60,7 @@ pub(crate) async fn execute(p: ExecParams<'_>, call: Call) -> Execution {
         node_id: p.scope.node_id.clone(),
         binding: p.binding,
         breakdown: p.breakdown,
-        instantiations: Some(p.instantiations),
+        instantiations: p.instantiations,
         untyped: "invalid-abi",
         tap: p.tap.clone(),
         usage: Usage {
@@ -72,7 +72,7 @@ pub(crate) async fn execute(p: ExecParams<'_>, call: Call) -> Execution {
             ..Default::default()
         },
     };
-    let wasi = match crate::host::wasi::ctx(&seed, &sb.log, p.fs) {
+    let wasi = match super::host::wasi::ctx(&seed, &sb.log, p.fs) {
         Ok(w) => w,
         Err(e) => {
             return sandbox::failed(format!("cannot prepare the sandbox: {e:#}"), sb.log, spec);

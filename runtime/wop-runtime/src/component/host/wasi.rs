@@ -6,7 +6,8 @@
 //! a pack importing them is refused at load, and even if that check were
 //! bypassed instantiation would fail for lack of the import.
 
-use crate::state::{CapturedStdio, HostState, SharedLog};
+use super::stdio::CapturedStdio;
+use crate::component::state::HostState;
 use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime_wasi::cli::{WasiCli, WasiCliView};
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
@@ -15,6 +16,7 @@ use wasmtime_wasi::p2::bindings as b;
 use wasmtime_wasi::random::WasiRandom;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 use wop_core::events::LogStream;
+use wop_core::logbuf::SharedLog;
 use wop_core::policy::FsGrant;
 use wop_core::replay::{ReplayRng, Seed};
 

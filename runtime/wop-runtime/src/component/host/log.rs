@@ -1,8 +1,9 @@
 //! `openwop:node-pack/log`: lines into the bounded invocation log.
 
-use crate::bindings::log::{Host, Level};
-use crate::state::{HostState, with_log};
+use crate::component::bindings::log::{Host, Level};
+use crate::component::state::HostState;
 use wop_core::events::LogLevel;
+use wop_core::logbuf::with_log;
 
 impl Host for HostState {
     fn log(

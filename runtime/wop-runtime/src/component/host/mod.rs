@@ -6,11 +6,12 @@ mod http;
 mod log;
 mod mcp;
 mod random;
+mod stdio;
 mod tools;
 pub(crate) mod wasi;
 
-use crate::bindings::{NodePack, types};
-use crate::state::HostState;
+use crate::component::bindings::{NodePack, types};
+use crate::component::state::HostState;
 use wasmtime::component::{HasSelf, Linker};
 
 impl types::Host for HostState {}

@@ -1,9 +1,11 @@
 //! `openwop:node-pack/tools`: every call goes through the invocation's
 //! gate session. Converts; never decides.
 
-use crate::bindings::tools::{Host, SafetyTier as WitTier, ToolDescriptor as WitTool, ToolError};
-use crate::host::{error_info, gate_error_info};
-use crate::state::HostState;
+use crate::component::bindings::tools::{
+    Host, SafetyTier as WitTier, ToolDescriptor as WitTool, ToolError,
+};
+use crate::component::host::{error_info, gate_error_info};
+use crate::component::state::HostState;
 use serde_json::json;
 use wop_core::capability::Capability;
 use wop_core::error::ErrorCode;
