@@ -11,6 +11,7 @@ use wop_core::limits::Limits;
 use wop_core::logbuf::Tap;
 use wop_core::model::{Principal, RunContext};
 use wop_core::policy::Policy;
+use wop_core::replay::Seed;
 use wop_effects::Meter;
 use wop_gate::mcp::McpGateway;
 use wop_gate::{Egress, Gate};
@@ -21,8 +22,6 @@ pub(crate) struct LoadEnv<'a> {
     pub policy: &'a Policy,
     /// Counts instantiations (`describe()` and identification too).
     pub instantiations: &'a AtomicU64,
-    /// Record the per-host-call breakdown in load-time sandboxes.
-    pub breakdown: bool,
     /// The gate every side-effecting host call goes through.
     pub gate: &'a Arc<Gate>,
     /// The safe-fetch engine.
@@ -58,4 +57,38 @@ pub(crate) struct RunEnv<'a> {
     pub tap: Option<Tap>,
     /// Counts instantiations (for operators and tests).
     pub instantiations: Option<&'a AtomicU64>,
+}
+
+impl<'a> RunEnv<'a> {
+    /// A run of the runtime's own (`describe()`, identification, probe):
+    /// no budget, no bounds, no tap, no breakdown.
+    pub(crate) fn internal(
+        context: &'a RunContext,
+        principal: &'a Principal,
+        limits: Limits,
+        instantiations: Option<&'a AtomicU64>,
+    ) -> Self {
+        Self {
+            context,
+            principal,
+            type_id: "",
+            depth: 0,
+            limits,
+            binding: Binding::default(),
+            bounds: RunBounds::default(),
+            metered: false,
+            breakdown: false,
+            tap: None,
+            instantiations,
+        }
+    }
+
+    /// The replay seed of this execution: (run, node, attempt).
+    pub(crate) fn seed(&self) -> Seed {
+        Seed::new(
+            &self.context.run_id,
+            &self.context.node_id,
+            self.context.attempt,
+        )
+    }
 }

@@ -3,15 +3,11 @@
 //! wall clock and bounded log as components, then classification through
 //! the one [`classify`] function.
 
-use super::host::{AbiV1State, PairEncoding, in_bounds};
-use crate::sandbox::{self, Sandbox, Spec};
-use serde_json::{Map, Value};
-use std::sync::atomic::AtomicU64;
+use super::host::{AbiV1State, NodeState, PairEncoding, in_bounds};
+use crate::env::RunEnv;
+use crate::sandbox::{self, Grants, Sandbox};
 use wasmtime::{Instance, InstancePre, Linker, Memory, MemoryType, Module, Store, Trap, Val};
 use wop_core::classify::Fault;
-use wop_core::limits::Limits;
-use wop_core::model::Usage;
-use wop_core::replay::Seed;
 
 /// Longest pack name read from `openwop_pack_name` (as `pack.json`).
 const MAX_NAME_BYTES: u32 = 214;
@@ -73,58 +69,27 @@ pub(crate) enum AbiReturned {
     Probe(Option<Val>),
 }
 
-/// Per-execution inputs.
-pub(crate) struct Setup<'a> {
-    pub linked: &'a Linked,
-    pub limits: Limits,
-    pub seed: Seed,
-    /// For `cap.breached.nodeId`.
-    pub node_id: String,
-    pub variables: Map<String, Value>,
-    pub channels: Map<String, Value>,
-    pub resume: Option<Value>,
-    pub instantiations: Option<&'a AtomicU64>,
-    /// Which run-level limit binds fuel and the wall clock.
-    pub binding: wop_core::admission::Binding,
-    /// Record the per-host-call breakdown (installs the call hook).
-    pub breakdown: bool,
-    /// Receives the log's events as they are kept (live streaming).
-    pub tap: Option<wop_core::logbuf::Tap>,
-}
-
 /// The result of one core-module execution.
 pub(crate) type AbiExecution = sandbox::Execution<AbiReturned>;
 
-/// Runs `call` in a fresh store and instance, then drops both.
-pub(crate) async fn execute(s: Setup<'_>, call: AbiCall) -> AbiExecution {
-    let state = AbiV1State {
-        sb: Sandbox::new(s.limits, &s.seed),
-        memory: None,
-        variables: s.variables,
-        channels: s.channels,
-        state_bytes: 0,
-        resume: s.resume,
-        suspended: None,
-        response_bytes: 0,
-        reentry: 0,
-    };
-    let spec = Spec {
-        node_id: s.node_id,
-        binding: s.binding,
-        breakdown: s.breakdown,
-        instantiations: s.instantiations,
-        untyped: "instantiate",
-        tap: s.tap,
-        usage: Usage::default(),
-    };
-    let engine = s.linked.module.engine().clone();
-    let mut armed = match sandbox::arm(&engine, state, spec) {
+/// Runs `call` on a fresh store and instance of `linked` in `env`, its host
+/// calls allowed `grants` and seeing `node`'s variables, channels and resume
+/// value, then drops both.
+pub(crate) async fn execute(
+    linked: &Linked,
+    env: &RunEnv<'_>,
+    grants: Grants,
+    node: NodeState,
+    call: AbiCall,
+) -> AbiExecution {
+    let state = AbiV1State::new(Sandbox::new(env, &env.seed(), grants), node);
+    let engine = linked.module.engine().clone();
+    let mut armed = match sandbox::arm(&engine, state, env, "instantiate") {
         Ok(a) => a,
         Err(failed) => return *failed,
     };
     let deadline = armed.deadline();
     let store = &mut armed.store;
-    let linked = s.linked;
     let run = async {
         let instance = instantiate(linked, &mut *store).await?;
         sandbox::instantiated(store);

@@ -123,6 +123,35 @@ pub(crate) struct AbiV1State {
     pub reentry: u32,
 }
 
+/// What a node invocation hands the module: the variables and channels it
+/// may read and write, and the value to resume with.
+#[derive(Debug, Default)]
+pub(crate) struct NodeState {
+    /// Variables visible to `openwop_variable_get/set`.
+    pub variables: Map<String, Value>,
+    /// Channels visible to `openwop_channel_read/write`.
+    pub channels: Map<String, Value>,
+    /// The resume value for the first `openwop_interrupt` call.
+    pub resume: Option<Value>,
+}
+
+impl AbiV1State {
+    /// The store data of one execution.
+    pub(crate) fn new(sb: Sandbox, node: NodeState) -> Self {
+        Self {
+            sb,
+            memory: None,
+            variables: node.variables,
+            channels: node.channels,
+            state_bytes: 0,
+            resume: node.resume,
+            suspended: None,
+            response_bytes: 0,
+            reentry: 0,
+        }
+    }
+}
+
 impl SandboxState for AbiV1State {
     fn sandbox(&self) -> &Sandbox {
         &self.sb

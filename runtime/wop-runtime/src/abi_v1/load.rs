@@ -3,21 +3,22 @@
 //! then identification in a fresh sandbox (`openwop_abi_version` first)
 //! checked against the manifest.
 
-use super::execute::{AbiCall, AbiReturned, Linked, Setup, execute};
+use super::execute::{AbiCall, AbiReturned, Linked, execute};
+use super::host::NodeState;
 use super::loader::{self, Mode};
 use super::source::{Resolved, Source, bare_manifest, read_source, resolve};
 use super::{AbiV1Pack, SUPPORTED_ABI_VERSIONS, imports, supported_versions};
 use crate::env::LoadEnv;
-use serde_json::Map;
+use crate::env::RunEnv;
+use crate::sandbox::Grants;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use wop_core::error::{ErrorCode, LoadError};
-use wop_core::limits::Limits;
 use wop_core::manifest::Manifest;
+use wop_core::model::{Principal, RunContext};
 use wop_core::pack::Inspection;
 use wop_core::policy::Policy;
-use wop_core::replay::Seed;
 
 fn code_of(code: &str) -> ErrorCode {
     ErrorCode::parse(code).unwrap_or(ErrorCode::SandboxInvocationError)
@@ -75,26 +76,20 @@ fn inspection(path: &Path, p: &Prepared, manifest: Manifest) -> Inspection {
 async fn identify(
     linked: &Linked,
     problem: Option<&str>,
-    limits: Limits,
+    res: &Resolved,
     instantiations: Option<&AtomicU64>,
 ) -> Result<(String, Vec<String>), LoadError> {
-    let exec = execute(
-        Setup {
-            linked,
-            limits,
-            seed: Seed::new("wop:load", "describe", 1),
-            node_id: "describe".to_owned(),
-            variables: Map::new(),
-            channels: Map::new(),
-            resume: None,
-            instantiations,
-            binding: Default::default(),
-            breakdown: false,
-            tap: None,
-        },
-        AbiCall::Identify,
-    )
-    .await;
+    let context = RunContext {
+        run_id: "wop:load".to_owned(),
+        node_id: "describe".to_owned(),
+        tenant_id: "wop:load".to_owned(),
+        attempt: 1,
+    };
+    let principal = Principal::default();
+    let env = RunEnv::internal(&context, &principal, res.limits, instantiations);
+    let grants = Grants::of(&res.effective);
+    let call = AbiCall::Identify;
+    let exec = execute(linked, &env, grants, NodeState::default(), call).await;
     let id = match exec.result {
         Ok(AbiReturned::Identity(id)) => id,
         Ok(_) => {
@@ -196,7 +191,7 @@ pub(crate) async fn load(path: &Path, env: &LoadEnv<'_>) -> Result<AbiV1Pack, Lo
     let (name, ids) = identify(
         &linked,
         problem.as_deref(),
-        p.res.limits,
+        &p.res,
         Some(env.instantiations),
     )
     .await?;
@@ -225,7 +220,7 @@ pub(crate) async fn inspect(path: &Path, env: &LoadEnv<'_>) -> Result<Inspection
     match &p.linked {
         Err(e) => insp.refusal = Some(e.to_node_error()),
         Ok((linked, problem)) if bare => {
-            match identify(linked, problem.as_deref(), p.res.limits, None)
+            match identify(linked, problem.as_deref(), &p.res, None)
                 .await
                 .and_then(|(name, ids)| {
                     reconcile(&insp.manifest, true, &name, &ids, path, &p.src.sha256)

@@ -45,15 +45,17 @@ pub use wop_core::abi::{SUPPORTED_ABI_VERSIONS, supported_versions};
 pub(crate) use load::{inspect, load};
 
 use crate::env::RunEnv;
-use execute::{AbiCall, AbiReturned, Linked, Setup, execute};
+use crate::sandbox::Grants;
+use execute::{AbiCall, AbiReturned, Linked, execute};
+use host::NodeState;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
 use wop_core::capability::Capability;
 use wop_core::error::{ErrorCode, NodeError};
 use wop_core::model::{InvocationReport, InvokeRequest};
+use wop_core::outcome::PackReturn;
 use wop_core::pack::Inspection;
-use wop_core::replay::Seed;
 
 /// Whether `path` is an ABI v1 pack: a file (a bare core module), or a
 /// directory whose `pack.json` says `runtime.language: "wasm"`.
@@ -74,6 +76,8 @@ pub(crate) struct AbiV1Pack {
     /// The load-time inspection (manifest, grants, limits).
     pub inspection: Inspection,
     linked: Linked,
+    /// The capabilities its host calls may use.
+    grants: Grants,
     /// typeId → `openwop_node_id_at` index.
     nodes: BTreeMap<String, u32>,
 }
@@ -81,6 +85,7 @@ pub(crate) struct AbiV1Pack {
 impl AbiV1Pack {
     fn new(inspection: Inspection, linked: Linked, nodes: BTreeMap<String, u32>) -> Self {
         Self {
+            grants: Grants::of(&inspection.effective),
             inspection,
             linked,
             nodes,
@@ -89,8 +94,6 @@ impl AbiV1Pack {
 
     /// Runs one node invocation in a fresh sandbox.
     pub(crate) async fn invoke(&self, req: &InvokeRequest, env: &RunEnv<'_>) -> InvocationReport {
-        let limits = env.limits;
-        let m = &self.inspection.manifest;
         let index = self.nodes.get(&req.type_id).copied().unwrap_or(0);
         let agent = if req.principal.id == "core.system" {
             Value::Null
@@ -113,76 +116,29 @@ impl AbiV1Pack {
             Some(Value::Object(o)) => o.clone(),
             _ => Map::new(),
         };
-        let exec = execute(
-            Setup {
-                linked: &self.linked,
-                limits,
-                seed: Seed::new(
-                    &req.context.run_id,
-                    &req.context.node_id,
-                    req.context.attempt,
-                ),
-                node_id: req.context.node_id.clone(),
-                variables: seeded("variables"),
-                channels: seeded("channels"),
-                resume: req.resume.clone(),
-                instantiations: env.instantiations,
-                binding: env.binding,
-                breakdown: env.breakdown,
-                tap: env.tap.clone(),
-            },
-            AbiCall::Invoke {
-                index,
-                request: request.to_string().into_bytes(),
-            },
-        )
-        .await;
-        let mut usage = exec.usage;
-        usage.pack = m.name.clone();
-        usage.pack_version = m.version.clone();
-        usage.type_id = req.type_id.clone();
-        usage.tenant_id = req.context.tenant_id.clone();
-        usage.run_id = req.context.run_id.clone();
-        usage.node_id = req.context.node_id.clone();
-        usage.attempt = req.context.attempt;
-        let mut events = exec.events;
-        let outcome = match exec.result {
-            Ok(AbiReturned::Response(bytes)) => {
-                // Suspending needs the `interrupt` grant (as the host call does).
-                let may_suspend = self.inspection.effective.contains(&Capability::Interrupt);
-                crate::sandbox::interpret_return(
-                    wop_core::outcome::PackReturn::Envelope(bytes),
-                    limits.output_bytes,
-                    may_suspend,
-                    &exec.verdicts,
-                    &req.context.node_id,
-                    &mut usage,
-                    &mut events,
-                )
-            }
+        let node = NodeState {
+            variables: seeded("variables"),
+            channels: seeded("channels"),
+            resume: req.resume.clone(),
+        };
+        let call = AbiCall::Invoke {
+            index,
+            request: request.to_string().into_bytes(),
+        };
+        let exec = execute(&self.linked, env, self.grants, node, call).await;
+        // Suspending needs the `interrupt` grant (as the host call does).
+        let may_suspend = self.grants.contains(Capability::Interrupt);
+        exec.report(env, |r| match r {
+            AbiReturned::Response(bytes) => Ok((PackReturn::Envelope(bytes), may_suspend)),
             // `openwop_interrupt` already required the grant; its payload
             // is the outcome, under the same cap and counted the same way.
-            Ok(AbiReturned::Suspended(interrupt)) => crate::sandbox::interpret_return(
-                wop_core::outcome::PackReturn::Suspended(interrupt),
-                limits.output_bytes,
-                true,
-                &exec.verdicts,
-                &req.context.node_id,
-                &mut usage,
-                &mut events,
-            ),
-            Ok(_) => Err(NodeError::runtime(
+            AbiReturned::Suspended(interrupt) => Ok((PackReturn::Suspended(interrupt), true)),
+            _ => Err(NodeError::runtime(
                 ErrorCode::InternalError,
                 "invoke returned no response",
                 Default::default(),
             )),
-            Err(c) => Err(c.error),
-        };
-        InvocationReport {
-            outcome,
-            events,
-            usage,
-        }
+        })
     }
 }
 

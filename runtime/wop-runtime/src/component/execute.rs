@@ -1,18 +1,15 @@
-//! Component packs on the shared sandbox core: builds the store data
-//! (WASI with no ambient authority, the resource table, the gate session)
-//! and calls `describe` or `invoke` on a fresh instance.
+//! One execution of a component on the shared sandbox core: builds the
+//! store data (WASI with no ambient authority, the resource table, the
+//! gate session) and calls `describe` or `invoke` on a fresh instance.
 
+use super::Reach;
 use super::bindings::{NodePackPre, node, types};
-use super::state::{HostState, InvocationScope};
-use crate::sandbox::{self, Sandbox, Spec};
-use std::sync::Arc;
+use super::state::HostState;
+use crate::env::RunEnv;
+use crate::sandbox::{self, Sandbox};
 use std::time::{Duration, Instant};
-use wasmtime::Engine;
-use wop_core::admission::Binding;
-use wop_core::limits::Limits;
-use wop_core::model::Usage;
-use wop_core::policy::FsGrant;
-use wop_gate::{CallSite, Gate, GateSession, PackEgress};
+use wop_core::events::Transport;
+use wop_gate::{CallSite, GateSession, MeterSite};
 
 /// What to call on the fresh instance.
 pub(crate) enum Call {
@@ -28,77 +25,59 @@ pub(crate) enum Returned {
 /// The result of one component execution.
 pub(crate) type Execution = sandbox::Execution<Returned>;
 
-pub(crate) struct ExecParams<'a> {
-    pub engine: &'a Engine,
-    pub pre: &'a NodePackPre<HostState>,
-    pub scope: InvocationScope,
-    pub limits: Limits,
-    pub fs: Option<&'a FsGrant>,
-    pub instantiations: Option<&'a std::sync::atomic::AtomicU64>,
-    pub gate: Arc<Gate>,
-    /// Who calls through the gate (its deadline is set at the start).
-    pub site: CallSite,
-    /// What safe-fetch may reach (`None`: nothing, e.g. during describe()).
-    pub egress: Option<PackEgress>,
-    /// What `ctx.mcp` may use (`None`: nothing, e.g. during describe()).
-    pub mcp: Option<wop_gate::mcp::PackMcp>,
-    pub bounds: wop_core::budget::RunBounds,
-    /// Record the per-host-call breakdown (installs the call hook).
-    pub breakdown: bool,
-    /// What a fuel or deadline stop means: the invocation's own limit, or
-    /// the run's budget / run timeout (then classified as such).
-    pub binding: Binding,
-    /// Receives the invocation's events as they happen (`None` at load).
-    pub tap: Option<wop_core::logbuf::Tap>,
-}
-
-/// Runs `call` in a fresh store and instance, then drops both.
-pub(crate) async fn execute(p: ExecParams<'_>, call: Call) -> Execution {
-    let seed = HostState::seed(&p.scope);
-    let sb = Sandbox::new(p.limits, &seed);
-    let spec = Spec {
-        node_id: p.scope.node_id.clone(),
-        binding: p.binding,
-        breakdown: p.breakdown,
-        instantiations: p.instantiations,
-        untyped: "invalid-abi",
-        tap: p.tap.clone(),
-        usage: Usage {
-            tenant_id: p.scope.tenant_id.clone(),
-            run_id: p.scope.run_id.clone(),
-            node_id: p.scope.node_id.clone(),
-            attempt: p.scope.attempt,
-            type_id: p.scope.type_id.clone(),
-            ..Default::default()
-        },
-    };
-    let wasi = match super::host::wasi::ctx(&seed, &sb.log, p.fs) {
+/// Runs `call` on a fresh store and instance of `pre`, its host calls
+/// reaching what `reach` allows, then drops both.
+pub(crate) async fn execute(
+    pre: &NodePackPre<HostState>,
+    reach: &Reach,
+    env: &RunEnv<'_>,
+    call: Call,
+) -> Execution {
+    let seed = env.seed();
+    let sb = Sandbox::new(env, &seed, reach.grants);
+    let wasi = match super::host::wasi::ctx(&seed, &sb.log, reach.fs.as_ref()) {
         Ok(w) => w,
         Err(e) => {
-            return sandbox::failed(format!("cannot prepare the sandbox: {e:#}"), sb.log, spec);
+            return sandbox::failed(format!("cannot prepare the sandbox: {e:#}"), sb.log, env);
         }
     };
-    let mut site = p.site;
-    site.deadline = Instant::now() + Duration::from_millis(p.limits.wall_clock_ms);
-    let mut session = GateSession::new(p.gate, site, p.egress, sb.log.clone());
-    session.set_mcp(p.mcp);
+    let site = CallSite {
+        principal: env.principal.clone(),
+        context: env.context.clone(),
+        pack: reach.pack.clone(),
+        declared: reach.declared.clone(),
+        granted: reach.granted.clone(),
+        deadline: Instant::now() + Duration::from_millis(env.limits.wall_clock_ms),
+        depth: env.depth,
+        transport: Transport::Native,
+        // Tool calls are charged to the run only when it has a budget.
+        meter: env.metered.then(|| MeterSite {
+            meter: reach.meter.clone(),
+            run_id: env.context.run_id.clone(),
+            node_id: env.context.node_id.clone(),
+        }),
+    };
+    let mut session = GateSession::new(
+        reach.gate.clone(),
+        site,
+        reach.egress.clone(),
+        sb.log.clone(),
+    );
+    session.set_mcp(reach.mcp.clone());
     let mut table = wasmtime::component::ResourceTable::new();
-    table.set_max_capacity(usize::try_from(p.limits.resource_entries).unwrap_or(usize::MAX));
+    table.set_max_capacity(usize::try_from(env.limits.resource_entries).unwrap_or(usize::MAX));
     let state = HostState {
         sb,
         wasi,
         table,
-        scope: p.scope,
         session,
-        bounds: p.bounds,
     };
-    let mut armed = match sandbox::arm(p.engine, state, spec) {
+    let mut armed = match sandbox::arm(pre.engine(), state, env, "invalid-abi") {
         Ok(a) => a,
         Err(failed) => return *failed,
     };
     let deadline = armed.deadline();
     let store = &mut armed.store;
-    let pre = p.pre;
     let run = async {
         let pack = pre.instantiate_async(&mut *store).await?;
         sandbox::instantiated(store);

@@ -3,25 +3,22 @@
 //! `openwop:node-pack` world, check `describe()` against the manifest.
 
 use super::bindings::{NodePackPre, node};
-use super::execute::{Call, ExecParams, Returned, execute};
-use super::state::{HostState, InvocationScope};
+use super::execute::{Call, Returned, execute};
+use super::state::HostState;
 use super::{ComponentPack, Reach};
 use crate::cache::{CacheStats, CompileCache};
-use crate::env::LoadEnv;
+use crate::env::{LoadEnv, RunEnv};
+use crate::sandbox::Grants;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
-use wop_core::capability::Capability;
 use wop_core::error::{ConfigError, ErrorCode, LoadError};
-use wop_core::events::Transport;
 use wop_core::manifest::Manifest;
 use wop_core::model::{Principal, RunContext};
 use wop_core::pack::{Inspection, judge_imports, require_component, resolve};
 use wop_core::policy::Policy;
-use wop_gate::CallSite;
 
 /// What every component load shares: the engine, the linker of the
 /// `openwop:node-pack` world, and the compile cache.
@@ -160,14 +157,17 @@ pub(crate) async fn load(
     let m = &insp.manifest;
     let grant = env.policy.grant(&m.name);
     let reach = Reach {
+        pack: m.name.clone(),
+        grants: Grants::of(&insp.effective),
+        fs: insp.filesystem.clone(),
         gate: env.gate.clone(),
         declared: m.wop.tools.clone(),
         granted: grant.tools,
-        egress: wop_gate::PackEgress {
+        egress: Some(wop_gate::PackEgress {
             engine: env.egress.clone(),
             allow: insp.egress.allow.clone(),
-        },
-        mcp: env.mcp.for_pack(m.wop.mcp.clone(), grant.mcp),
+        }),
+        mcp: Some(env.mcp.for_pack(m.wop.mcp.clone(), grant.mcp)),
         meter: env.meter.clone(),
     };
     let pack = ComponentPack {
@@ -189,42 +189,14 @@ async fn check_describe(pack: &ComponentPack, env: &LoadEnv<'_>) -> Result<(), L
         tenant_id: "wop:load".to_owned(),
         attempt: 1,
     };
-    let scope = InvocationScope {
-        run_id: context.run_id.clone(),
-        node_id: context.node_id.clone(),
-        tenant_id: context.tenant_id.clone(),
-        attempt: context.attempt,
-        type_id: String::new(),
-        capabilities: Capability::BASE.into_iter().collect(),
-    };
-    let site = CallSite {
-        principal: Principal::default(),
-        context,
-        pack: m.name.clone(),
-        declared: Vec::new(),
-        granted: Vec::new(),
-        deadline: Instant::now(),
-        depth: 0,
-        transport: Transport::Native,
-        meter: None,
-    };
-    let params = ExecParams {
-        engine: pack.pre.engine(),
-        pre: &pack.pre,
-        scope,
-        limits: pack.inspection.limits,
-        fs: None,
-        instantiations: Some(env.instantiations),
-        gate: pack.reach.gate.clone(),
-        site,
-        egress: None,
-        mcp: None,
-        bounds: Default::default(),
-        binding: Default::default(),
-        breakdown: env.breakdown,
-        tap: None,
-    };
-    let exec = execute(params, Call::Describe).await;
+    let principal = Principal::default();
+    let run = RunEnv::internal(
+        &context,
+        &principal,
+        pack.inspection.limits,
+        Some(env.instantiations),
+    );
+    let exec = execute(&pack.pre, &pack.reach.base(), &run, Call::Describe).await;
     let info = match exec.result {
         Ok(Returned::Describe(info)) => info,
         Ok(Returned::Invoke(_)) => {

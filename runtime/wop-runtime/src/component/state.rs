@@ -1,40 +1,22 @@
-//! Per-invocation store state: WASI context, resource table, limiter, the
-//! bounded log, replayable clock/random and usage counters. Dropped with
-//! the store after every invocation.
+//! The store data of a component invocation: the shared sandbox plus WASI
+//! (no ambient authority), the resource table and the gate session.
+//! Dropped with the store after every invocation.
 
 use crate::sandbox::{Sandbox, SandboxState};
-use std::collections::BTreeSet;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wop_core::capability::Capability;
-use wop_core::classify::Fault;
-use wop_core::replay::Seed;
 use wop_gate::GateSession;
 
-/// Who and what this invocation is for (bound to every host call).
-#[derive(Debug, Clone)]
-pub(crate) struct InvocationScope {
-    pub run_id: String,
-    pub node_id: String,
-    pub tenant_id: String,
-    pub attempt: u32,
-    pub type_id: String,
-    pub capabilities: BTreeSet<Capability>,
-}
-
-/// Store data of a component invocation: the shared sandbox plus WASI,
-/// the resource table, the invocation's scope and its gate session.
+/// Store data of a component invocation.
 pub(crate) struct HostState {
     /// The sandbox every pack kind shares.
     pub sb: Sandbox,
     pub wasi: WasiCtx,
     pub table: ResourceTable,
-    pub scope: InvocationScope,
     /// The gate, bound to this invocation: every side-effecting host call
     /// goes through it.
     pub session: GateSession,
-    /// Loop and run bounds.
-    pub bounds: wop_core::budget::RunBounds,
 }
 
 impl SandboxState for HostState {
@@ -62,21 +44,9 @@ impl HostState {
         self.sb.count(iface);
     }
 
-    /// One round of the pack's own agent loop (a tools/http/mcp call).
-    /// Past `maxLoopIterations` the invocation fails with
-    /// `loop_limit_exceeded`.
+    /// One round of the pack's own agent loop (see [`Sandbox::loop_tick`]).
     pub(crate) fn loop_tick(&mut self) -> wasmtime::Result<()> {
-        self.sb.meter.loop_iterations += 1;
-        let observed = self.sb.meter.loop_iterations;
-        if let Some(limit) = self.bounds.max_loop_iterations
-            && observed > u64::from(limit)
-        {
-            return Err(self.sb.fault(Fault::LoopLimit {
-                limit: u64::from(limit),
-                observed,
-            }));
-        }
-        Ok(())
+        self.sb.loop_tick()
     }
 
     /// Records a host-cap breach and returns the trap to raise.
@@ -89,24 +59,14 @@ impl HostState {
         self.sb.host_cap(kind, limit, observed)
     }
 
-    /// Fails closed if the invocation lacks `cap`. The import gate already
-    /// refuses such packs at load; this is the second line of defense.
+    /// Fails closed if the invocation lacks `cap` (see [`Sandbox::require`]).
     pub(crate) fn require(&mut self, cap: Capability) -> wasmtime::Result<()> {
-        if self.scope.capabilities.contains(&cap) {
-            return Ok(());
-        }
-        Err(self.sb.fault(Fault::CapabilityDenied {
-            capability: cap.as_str().to_owned(),
-        }))
+        self.sb.require(cap)
     }
 
     /// Checks the size of data a pack passes into a host call.
     pub(crate) fn check_arg(&mut self, len: usize) -> wasmtime::Result<()> {
         self.sb.check_arg(len)
-    }
-
-    pub(crate) fn seed(scope: &InvocationScope) -> Seed {
-        Seed::new(&scope.run_id, &scope.node_id, scope.attempt)
     }
 }
 

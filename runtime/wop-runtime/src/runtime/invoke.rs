@@ -6,9 +6,9 @@
 //!    sink sees events as they happen.
 //! 2. **`pack.invoke`**: the pack's kind runs the node in a fresh sandbox
 //!    with the admitted [`RunEnv`].
-//! 3. **settle**: cost, the usage record (and the budget events it
-//!    raises), a sandbox's budget breach after the ledger's
-//!    `budget.exhausted`, the report.
+//! 3. **settle**: the usage attributed to the pack and costed, the usage
+//!    record (and the budget events it raises), a sandbox's budget breach
+//!    after the ledger's `budget.exhausted`, the report.
 
 use super::Runtime;
 use super::live::Live;
@@ -160,6 +160,9 @@ impl Runtime {
         } else {
             events.extend(ran_events);
         }
+        let m = &a.pack.inspection().manifest;
+        usage.pack = m.name.clone();
+        usage.pack_version = m.version.clone();
         let prices = self.inner.meter.prices();
         usage.currency = prices.currency.clone();
         usage.cost = prices.invocation_cost(&usage) + prices.tool_call_total(&usage);

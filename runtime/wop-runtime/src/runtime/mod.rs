@@ -118,7 +118,6 @@ impl Runtime {
         LoadEnv {
             policy: &i.policy,
             instantiations: &i.instantiations,
-            breakdown: self.breakdown(),
             gate: &i.gate,
             egress: &i.egress,
             mcp: &i.mcp,
