@@ -77,6 +77,7 @@ pub use capability_doc::CapabilityDocument;
 pub use component::GUEST_DATA_DIR;
 pub use registry::PackSummary;
 pub use runtime::{Runtime, RuntimeConfig, RuntimeStats};
+pub use sandbox::FUEL_PER_HOST_BYTE;
 pub use wop_core::FsGrant;
 pub use wop_core::{
     Capability, ConfigError, EgressView, ErrorCode, Event, EventSink, FailureSource, ImportReport,

@@ -12,7 +12,7 @@ Usage: fake_stdio.py MODE [VERSION]
   stderr     - legacy; floods stderr (64 MiB) then answers normally
   exit       - legacy; exits (status 3) when tools/call arrives
 Tool "env" answers the process environment and cwd; tool "fail" answers
-isError: true. Every other tools/call answer echoes params (incl. _meta) in structuredContent.
+isError: true; tool "pad" answers a text of `arguments.bytes` x's. Every other tools/call answer echoes params (incl. _meta) in structuredContent.
 """
 import json
 import os
@@ -73,6 +73,10 @@ def call_tool(rid, params):
         sys.exit(3)
     if params.get("name") == "env":
         result(rid, {"content": [], "structuredContent": {"env": dict(os.environ), "cwd": os.getcwd()}})
+        return
+    if params.get("name") == "pad":
+        n = int((params.get("arguments") or {}).get("bytes", 0))
+        result(rid, {"content": [{"type": "text", "text": "x" * n}], "isError": False})
         return
     if params.get("name") == "fail":
         result(rid, {"content": [{"type": "text", "text": "tool failed"}], "isError": True})

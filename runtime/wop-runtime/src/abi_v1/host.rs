@@ -5,7 +5,7 @@
 //! recorded fault (classified as `sandbox_invocation_error`), never the host.
 
 use super::imports::AbiImport;
-use crate::sandbox::{Sandbox, SandboxState};
+use crate::sandbox::{Loop, Sandbox, SandboxState};
 use serde_json::{Map, Value};
 use wasmtime::{Caller, Extern, Memory, Val};
 use wop_core::classify::Fault;
@@ -165,10 +165,6 @@ impl SandboxState for AbiV1State {
 }
 
 impl AbiV1State {
-    fn count(&mut self, iface: &'static str) {
-        self.sb.count(iface);
-    }
-
     /// Records a fault (the first one wins) and returns the trap to raise.
     pub(crate) fn fault(&mut self, fault: Fault) -> wasmtime::Error {
         self.sb.fault(fault)
@@ -314,7 +310,10 @@ pub(crate) async fn call(
 ) -> wasmtime::Result<()> {
     let (abi, enc) = match f {
         HostFn::Identity => {
-            caller.data_mut().count("probe");
+            caller
+                .data_mut()
+                .sb
+                .enter("probe", None, 0, Loop::Outside)?;
             if let (Some(r), Some(p)) = (results.first_mut(), params.first()) {
                 *r = *p;
             }
@@ -322,7 +321,12 @@ pub(crate) async fn call(
         }
         HostFn::Abi(a, e) => (a, e),
     };
-    caller.data_mut().count(abi.interface());
+    // Arguments are (ptr, len) pairs read after entry; each read is
+    // bounds-checked and charged as it copies.
+    caller
+        .data_mut()
+        .sb
+        .enter(abi.interface(), Some(abi.capability()), 0, Loop::Outside)?;
     match abi {
         AbiImport::Log => {
             let (level, ptr, len) = (arg(params, 0) as i32, arg(params, 1), arg(params, 2));
@@ -358,11 +362,11 @@ pub(crate) async fn call(
         AbiImport::Random => {
             let (ptr, len) = (arg(params, 0), arg(params, 1));
             if len > MAX_RANDOM {
-                return Err(caller.data_mut().fault(Fault::HostCap {
-                    kind: "random-bytes",
-                    limit: MAX_RANDOM.into(),
-                    observed: len.into(),
-                }));
+                let (limit, observed) = (MAX_RANDOM.into(), len.into());
+                return Err(caller
+                    .data_mut()
+                    .sb
+                    .host_cap("random-bytes", limit, observed));
             }
             let mem = memory_of(&mut caller)?;
             let size = mem.data_size(&caller);
@@ -404,14 +408,7 @@ pub(crate) async fn call(
         AbiImport::Interrupt => {
             let enc = enc.unwrap_or(PairEncoding::MultiValue);
             let (ptr, len) = (arg(params, 0), arg(params, 1));
-            let cap = caller.data().sb.limits.host_arg_bytes;
-            if u64::from(len) > cap {
-                return Err(caller.data_mut().fault(Fault::HostCap {
-                    kind: "host-arg-bytes",
-                    limit: cap,
-                    observed: len.into(),
-                }));
-            }
+            caller.data_mut().sb.check_arg(len as usize)?;
             let bytes = read(&mut caller, "openwop_interrupt", ptr, len)?;
             let payload = match serde_json::from_slice::<serde::de::IgnoredAny>(&bytes)
                 .map_err(|e| e.to_string())

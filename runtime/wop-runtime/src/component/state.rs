@@ -5,7 +5,6 @@
 use crate::sandbox::{Sandbox, SandboxState};
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-use wop_core::capability::Capability;
 use wop_gate::GateSession;
 
 /// Store data of a component invocation.
@@ -36,37 +35,6 @@ impl SandboxState for HostState {
     }
     fn verdicts(&self) -> std::collections::BTreeSet<String> {
         self.session.usage().verdicts.clone()
-    }
-}
-
-impl HostState {
-    pub(crate) fn count(&mut self, iface: &'static str) {
-        self.sb.count(iface);
-    }
-
-    /// One round of the pack's own agent loop (see [`Sandbox::loop_tick`]).
-    pub(crate) fn loop_tick(&mut self) -> wasmtime::Result<()> {
-        self.sb.loop_tick()
-    }
-
-    /// Records a host-cap breach and returns the trap to raise.
-    pub(crate) fn host_cap(
-        &mut self,
-        kind: &'static str,
-        limit: u64,
-        observed: u64,
-    ) -> wasmtime::Error {
-        self.sb.host_cap(kind, limit, observed)
-    }
-
-    /// Fails closed if the invocation lacks `cap` (see [`Sandbox::require`]).
-    pub(crate) fn require(&mut self, cap: Capability) -> wasmtime::Result<()> {
-        self.sb.require(cap)
-    }
-
-    /// Checks the size of data a pack passes into a host call.
-    pub(crate) fn check_arg(&mut self, len: usize) -> wasmtime::Result<()> {
-        self.sb.check_arg(len)
     }
 }
 

@@ -14,10 +14,12 @@
 //! ```
 
 mod arm;
+mod entry;
 mod limiter;
 mod meter;
 
 pub(crate) use arm::{Execution, arm, failed, instantiated};
+pub(crate) use entry::Loop;
 pub(crate) use limiter::{Limiter, check_declared_tables, table_cap};
 pub(crate) use meter::CallMeter;
 
@@ -99,7 +101,7 @@ pub(crate) struct Sandbox {
 
 /// Fuel charged per byte a host call moves or parses on the guest's
 /// behalf (roughly one guest instruction per byte copied or scanned).
-pub(crate) const FUEL_PER_HOST_BYTE: u64 = 1;
+pub const FUEL_PER_HOST_BYTE: u64 = 1;
 
 /// Guest fuel between two reads of the OS clock by the call hook. Half the
 /// yield interval, so that every fuel yield (a host transition) passes at
@@ -134,14 +136,6 @@ impl Sandbox {
             grants,
             max_loop_iterations: env.bounds.max_loop_iterations,
         }
-    }
-
-    /// Charges fuel for `bytes` of host work done on the guest's behalf;
-    /// it is taken when the host call returns.
-    pub(crate) fn charge(&mut self, bytes: usize) {
-        self.fuel_debt = self
-            .fuel_debt
-            .saturating_add((bytes as u64).saturating_mul(FUEL_PER_HOST_BYTE));
     }
 
     /// The wall-clock fault, if `now` is past the deadline.
@@ -181,15 +175,6 @@ impl Sandbox {
         }))
     }
 
-    /// Counts a host call of `iface` and labels it for the breakdown.
-    pub(crate) fn count(&mut self, iface: &'static str) {
-        match self.host_calls.iter_mut().find(|(k, _)| *k == iface) {
-            Some((_, n)) => *n += 1,
-            None => self.host_calls.push((iface, 1)),
-        }
-        self.meter.open(iface);
-    }
-
     /// Records a fault (the first one wins) and returns the trap to raise.
     pub(crate) fn fault(&mut self, fault: Fault) -> wasmtime::Error {
         let msg = match &fault {
@@ -219,43 +204,6 @@ impl Sandbox {
             limit,
             observed,
         })
-    }
-
-    /// Checks the size of data a pack passes into a host call.
-    pub(crate) fn check_arg(&mut self, len: usize) -> wasmtime::Result<()> {
-        let cap = self.limits.host_arg_bytes;
-        if len as u64 > cap {
-            return Err(self.host_cap("host-arg-bytes", cap, len as u64));
-        }
-        Ok(())
-    }
-
-    /// Fails closed if the execution lacks `cap`. The import gate already
-    /// refuses such packs at load; this is the second line of defense.
-    pub(crate) fn require(&mut self, cap: Capability) -> wasmtime::Result<()> {
-        if self.grants.contains(cap) {
-            return Ok(());
-        }
-        Err(self.fault(Fault::CapabilityDenied {
-            capability: cap.as_str().to_owned(),
-        }))
-    }
-
-    /// One round of the pack's own agent loop (a tools/http/mcp call).
-    /// Past `maxLoopIterations` the invocation fails with
-    /// `loop_limit_exceeded`.
-    pub(crate) fn loop_tick(&mut self) -> wasmtime::Result<()> {
-        self.meter.loop_iterations += 1;
-        let observed = self.meter.loop_iterations;
-        if let Some(limit) = self.max_loop_iterations
-            && observed > u64::from(limit)
-        {
-            return Err(self.fault(Fault::LoopLimit {
-                limit: u64::from(limit),
-                observed,
-            }));
-        }
-        Ok(())
     }
 }
 

@@ -6,6 +6,7 @@ mod abi_v1;
 mod cache;
 mod egress;
 mod filesystem;
+mod fuel_per_byte;
 mod gate;
 mod generated_modules;
 mod hardening;

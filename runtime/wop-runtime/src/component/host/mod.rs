@@ -7,6 +7,7 @@ mod log;
 mod mcp;
 mod random;
 mod stdio;
+mod streams;
 mod tools;
 pub(crate) mod wasi;
 
