@@ -32,6 +32,7 @@
 pub mod abi;
 pub mod admission;
 pub mod authz;
+pub mod breach;
 pub mod budget;
 pub mod capability;
 pub mod classify;
@@ -52,6 +53,7 @@ pub mod time;
 pub mod tools;
 pub mod trust;
 
+pub use breach::BreachKind;
 pub use capability::Capability;
 pub use classify::{Classified, Fault, classify};
 pub use error::{ConfigError, ErrorCode, FailureSource, LoadError, NodeError};

@@ -36,7 +36,7 @@ impl Gate {
             let ms = u64::try_from(retry.as_millis()).unwrap_or(u64::MAX);
             let r = Err(GateError::new(
                 GateErrorKind::RateLimited,
-                ErrorCode::RateLimited.as_str(),
+                ErrorCode::RateLimited,
                 format!("tool `{tool_id}` is rate limited for this principal; retry in {ms} ms"),
                 json!({"toolName": tool_id, "retryAfterMs": ms}),
             ));
@@ -118,7 +118,7 @@ impl Gate {
                 // Fail closed: without a durable claim the effect never fires.
                 let r = Err(GateError::new(
                     GateErrorKind::Failed,
-                    ErrorCode::InternalError.as_str(),
+                    ErrorCode::InternalError,
                     format!("the effect could not be claimed, so it was not performed: {e}"),
                     json!({"effectId": effect_id}),
                 ));
@@ -170,7 +170,7 @@ impl Gate {
             Begin::Mismatch { .. } => {
                 let r = Err(GateError::new(
                     GateErrorKind::Conflict,
-                    ErrorCode::IdempotencyKeyMismatch.as_str(),
+                    ErrorCode::IdempotencyKeyMismatch,
                     "this effect was already claimed with different arguments; use a new idempotency key",
                     json!({"effectId": effect_id, "toolName": tool_id}),
                 ));
@@ -183,7 +183,7 @@ impl Gate {
                 let retry = lease_expires_at_ms.saturating_sub(wop_effects::effects::now_ms());
                 let r = Err(GateError::new(
                     GateErrorKind::Conflict,
-                    ErrorCode::IdempotencyInFlight.as_str(),
+                    ErrorCode::IdempotencyInFlight,
                     "another execution is performing this effect right now; retry later",
                     json!({"effectId": effect_id, "toolName": tool_id, "retryable": true, "retryAfterMs": retry}),
                 ));
@@ -222,7 +222,7 @@ impl Gate {
                 events.extend(ev);
                 Err(GateError::new(
                     GateErrorKind::BudgetExhausted,
-                    ErrorCode::BudgetExhausted.as_str(),
+                    ErrorCode::BudgetExhausted,
                     format!(
                         "the run's {} budget would be exceeded by this call ({} > {}); it was not performed",
                         x.dimension.as_str(),
@@ -235,7 +235,7 @@ impl Gate {
             // Fail closed: without a charge the call does not run.
             Err(e) => Err(GateError::new(
                 GateErrorKind::Failed,
-                ErrorCode::InternalError.as_str(),
+                ErrorCode::InternalError,
                 format!(
                     "the run's budget could not be checked, so the call was not performed: {e}"
                 ),
@@ -252,7 +252,7 @@ impl Gate {
                 if n > self.cfg.max_result_bytes {
                     return Err(GateError::new(
                         GateErrorKind::Failed,
-                        ErrorCode::ToolResultTooLarge.as_str(),
+                        ErrorCode::ToolResultTooLarge,
                         format!(
                             "the tool's result is {n} bytes; the cap is {} (policy effects.maxResultBytes)",
                             self.cfg.max_result_bytes
@@ -262,8 +262,7 @@ impl Gate {
                 }
                 Ok(v)
             }
-            Err(f) => Err(GateError::new(
-                GateErrorKind::Failed,
+            Err(f) => Err(GateError::reported(
                 &f.code,
                 f.message,
                 f.details.unwrap_or(Value::Null),

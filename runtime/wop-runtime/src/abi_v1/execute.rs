@@ -7,6 +7,7 @@ use super::host::{AbiV1State, NodeState, PairEncoding, in_bounds};
 use crate::env::RunEnv;
 use crate::sandbox::{self, Grants, Sandbox};
 use wasmtime::{Instance, InstancePre, Linker, Memory, MemoryType, Module, Store, Trap, Val};
+use wop_core::breach::BreachKind;
 use wop_core::classify::Fault;
 
 /// Longest pack name read from `openwop_pack_name` (as `pack.json`).
@@ -165,7 +166,7 @@ fn read_out(
     what: &str,
     (ptr, len): (u32, u32),
     cap: u64,
-    cap_kind: Option<&'static str>,
+    cap_kind: Option<BreachKind>,
 ) -> wasmtime::Result<Vec<u8>> {
     let mem = memory(instance, store)?;
     let size = mem.data_size(&*store);
@@ -357,7 +358,7 @@ async fn invoke(
         "openwop_node_invoke response",
         resp,
         cap,
-        Some("output-bytes"),
+        Some(BreachKind::OutputBytes),
     )?;
     // The host frees what it allocated and what it was handed, once each.
     free(instance, store, (req_ptr, len)).await?;

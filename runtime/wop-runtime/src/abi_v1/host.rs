@@ -8,6 +8,7 @@ use super::imports::AbiImport;
 use crate::sandbox::{Loop, Sandbox, SandboxState};
 use serde_json::{Map, Value};
 use wasmtime::{Caller, Extern, Memory, Val};
+use wop_core::breach::BreachKind;
 use wop_core::classify::Fault;
 use wop_core::events::LogLevel;
 use wop_core::logbuf::with_log;
@@ -363,10 +364,11 @@ pub(crate) async fn call(
             let (ptr, len) = (arg(params, 0), arg(params, 1));
             if len > MAX_RANDOM {
                 let (limit, observed) = (MAX_RANDOM.into(), len.into());
-                return Err(caller
-                    .data_mut()
-                    .sb
-                    .host_cap("random-bytes", limit, observed));
+                return Err(caller.data_mut().sb.host_cap(
+                    BreachKind::RandomBytes,
+                    limit,
+                    observed,
+                ));
             }
             let mem = memory_of(&mut caller)?;
             let size = mem.data_size(&caller);

@@ -16,6 +16,7 @@ use crate::env::RunEnv;
 use crate::kind::PackKind;
 use std::sync::Arc;
 use wop_core::admission::{AdmissionInput, Binding, admit};
+use wop_core::breach::BreachKind;
 use wop_core::budget::RunBounds;
 use wop_core::classify::classify;
 use wop_core::error::{ErrorCode, NodeError};
@@ -204,7 +205,7 @@ impl Runtime {
 /// only then are the events split (a pack can log thousands).
 fn take_budget_breaches(events: &mut Vec<Event>) -> Vec<Event> {
     let is_budget_breach =
-        |e: &Event| matches!(e, Event::CapBreached { kind, .. } if kind == "budget-fuel");
+        |e: &Event| matches!(e, Event::CapBreached { kind, .. } if *kind == BreachKind::BudgetFuel);
     if !events.iter().any(is_budget_breach) {
         return Vec::new();
     }

@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 use wasmtime::{Engine, Store, Trap};
 use wop_core::admission::Binding;
+use wop_core::breach::BreachKind;
 use wop_core::classify::{Classified, Fault, classify};
 use wop_core::error::NodeError;
 use wop_core::events::Event;
@@ -341,7 +342,7 @@ fn fault_from(e: &wasmtime::Error, sb: &Sandbox, consumed: u64, untyped: &str) -
         Some(wasmtime::component::ResourceTableError::Full)
     ) {
         return Fault::HostCap {
-            kind: "resource-entries",
+            kind: BreachKind::ResourceEntries,
             limit: sb.limits.resource_entries,
             observed: sb.limits.resource_entries.saturating_add(1),
         };

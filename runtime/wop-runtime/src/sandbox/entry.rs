@@ -5,6 +5,7 @@
 //! of the five can be skipped or reordered by one adapter.
 
 use super::{FUEL_PER_HOST_BYTE, Sandbox};
+use wop_core::breach::BreachKind;
 use wop_core::capability::Capability;
 use wop_core::classify::Fault;
 
@@ -65,7 +66,7 @@ impl Sandbox {
     pub(crate) fn check_arg(&mut self, len: usize) -> wasmtime::Result<()> {
         let cap = self.limits.host_arg_bytes;
         if len as u64 > cap {
-            return Err(self.host_cap("host-arg-bytes", cap, len as u64));
+            return Err(self.host_cap(BreachKind::HostArgBytes, cap, len as u64));
         }
         Ok(())
     }

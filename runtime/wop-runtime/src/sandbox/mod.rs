@@ -28,6 +28,7 @@ use quanta::Instant;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use wop_core::breach::BreachKind;
 use wop_core::capability::Capability;
 use wop_core::classify::Fault;
 use wop_core::limits::Limits;
@@ -195,7 +196,7 @@ impl Sandbox {
     /// Records a host-cap breach and returns the trap to raise.
     pub(crate) fn host_cap(
         &mut self,
-        kind: &'static str,
+        kind: BreachKind,
         limit: u64,
         observed: u64,
     ) -> wasmtime::Error {

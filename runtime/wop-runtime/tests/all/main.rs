@@ -53,7 +53,7 @@ pub fn breaches(r: &InvocationReport) -> Vec<String> {
     r.events
         .iter()
         .filter_map(|e| match e {
-            Event::CapBreached { kind, .. } => Some(kind.clone()),
+            Event::CapBreached { kind, .. } => Some(kind.to_string()),
             _ => None,
         })
         .collect()

@@ -29,7 +29,7 @@ pub(crate) fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<HostS
 /// The WIT `error-info` of a gate error.
 pub(crate) fn gate_error_info(e: wop_gate::GateError) -> types::ErrorInfo {
     types::ErrorInfo {
-        code: e.code,
+        code: e.code.as_str().to_owned(),
         message: e.message,
         details: if e.details.is_null() {
             None

@@ -3,6 +3,7 @@
 use crate::component::bindings::random::Host;
 use crate::component::state::HostState;
 use crate::sandbox::Loop;
+use wop_core::breach::BreachKind;
 use wop_core::capability::Capability;
 
 /// Largest single request; above it the call traps (`host-random-bytes`).
@@ -15,7 +16,7 @@ impl Host for HostState {
         if len > MAX_FILL {
             return Err(self
                 .sb
-                .host_cap("random-bytes", MAX_FILL.into(), len.into()));
+                .host_cap(BreachKind::RandomBytes, MAX_FILL.into(), len.into()));
         }
         let mut out = vec![0u8; len as usize];
         self.sb.rng.fill(&mut out);
