@@ -75,6 +75,8 @@ pub mod metering {
 pub use cache::CacheStats;
 pub use capability_doc::CapabilityDocument;
 pub use component::GUEST_DATA_DIR;
+#[doc(hidden)]
+pub use engine::{FUEL_YIELD_INTERVAL, engine_config};
 pub use registry::PackSummary;
 pub use runtime::{Runtime, RuntimeConfig, RuntimeStats};
 pub use sandbox::FUEL_PER_HOST_BYTE;
