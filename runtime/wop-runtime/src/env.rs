@@ -59,6 +59,19 @@ pub(crate) struct RunEnv<'a> {
     pub instantiations: Option<&'a AtomicU64>,
 }
 
+/// The context of the runtime's own executions (`describe()` and ABI v1
+/// identification at load: `wop:load`/`describe`; probe mode:
+/// `wop:probe`/`probe`), attempt 1; it seeds their clock and random like
+/// any run's.
+pub(crate) fn internal_context(run_id: &str, node_id: &str) -> RunContext {
+    RunContext {
+        run_id: run_id.to_owned(),
+        node_id: node_id.to_owned(),
+        tenant_id: run_id.to_owned(),
+        attempt: 1,
+    }
+}
+
 impl<'a> RunEnv<'a> {
     /// A run of the runtime's own (`describe()`, identification, probe):
     /// no budget, no bounds, no tap, no breakdown.

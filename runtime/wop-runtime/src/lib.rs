@@ -45,7 +45,7 @@ mod sandbox;
 // Pure domain (`wop-core`):
 pub use wop_core::{
     abi, admission, authz, budget, capability, classify, error, events, jcs, limits, logbuf,
-    manifest, model, outcome, pack, policy, ratelimit, replay,
+    manifest, mcp_protocol, model, outcome, pack, policy, ratelimit, replay,
 };
 // Durable state (`wop-effects`):
 pub use wop_effects::{effects, store};

@@ -9,14 +9,15 @@ use super::loader::{self, Mode};
 use super::source::{Resolved, Source, bare_manifest, read_source, resolve};
 use super::{AbiV1Pack, SUPPORTED_ABI_VERSIONS, imports, supported_versions};
 use crate::env::LoadEnv;
-use crate::env::RunEnv;
+use crate::env::{RunEnv, internal_context};
 use crate::sandbox::Grants;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use wop_core::error::{ErrorCode, LoadError};
+use wop_core::identity::{self, Described};
 use wop_core::manifest::Manifest;
-use wop_core::model::{Principal, RunContext};
+use wop_core::model::Principal;
 use wop_core::pack::Inspection;
 use wop_core::policy::Policy;
 
@@ -79,12 +80,7 @@ async fn identify(
     res: &Resolved,
     instantiations: Option<&AtomicU64>,
 ) -> Result<(String, Vec<String>), LoadError> {
-    let context = RunContext {
-        run_id: "wop:load".to_owned(),
-        node_id: "describe".to_owned(),
-        tenant_id: "wop:load".to_owned(),
-        attempt: 1,
-    };
+    let context = internal_context("wop:load", "describe");
     let principal = Principal::default();
     let env = RunEnv::internal(&context, &principal, res.limits, instantiations);
     let grants = Grants::of(&res.effective);
@@ -122,7 +118,9 @@ async fn identify(
     Ok((name, id.node_ids))
 }
 
-/// Checks the module's identity against its manifest (or synthesizes one).
+/// Checks the module's identity: well-formed node ids, then against its
+/// manifest ([`identity::check`], the same check as a component's
+/// `describe()`), or synthesizes a manifest for a bare module.
 fn reconcile(
     manifest: &Manifest,
     bare: bool,
@@ -155,26 +153,13 @@ fn reconcile(
         }
         return Ok(bare_manifest(name, ids, path, sha256));
     }
-    if name != manifest.name {
-        return Err(LoadError::validation(
-            "$.name",
-            format!(
-                "pack.json says `{}` but openwop_pack_name() says `{name}`",
-                manifest.name
-            ),
-        ));
-    }
-    let declared: BTreeSet<&str> = manifest.nodes.iter().map(|n| n.type_id.as_str()).collect();
-    if declared != seen {
-        return Err(LoadError::validation(
-            "$.nodes",
-            format!(
-                "pack.json declares [{}] but the module reports [{}]",
-                declared.into_iter().collect::<Vec<_>>().join(", "),
-                seen.into_iter().collect::<Vec<_>>().join(", ")
-            ),
-        ));
-    }
+    let described = Described {
+        by: "the module",
+        name,
+        version: None,
+        nodes: ids.iter().map(|t| (t.as_str(), None)).collect(),
+    };
+    identity::check(manifest, &described)?;
     Ok(manifest.clone())
 }
 

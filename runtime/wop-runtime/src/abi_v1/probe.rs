@@ -5,7 +5,7 @@ use super::execute::{AbiCall, AbiReturned, execute};
 use super::host::NodeState;
 use super::imports;
 use super::loader::{self, Mode};
-use crate::env::RunEnv;
+use crate::env::{RunEnv, internal_context};
 use crate::sandbox::Grants;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -14,7 +14,7 @@ use wop_core::capability::Capability;
 use wop_core::error::{ErrorCode, LoadError, NodeError};
 use wop_core::events::Event;
 use wop_core::limits::Limits;
-use wop_core::model::{Principal, RunContext};
+use wop_core::model::Principal;
 
 /// Options of probe mode (`wop probe`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,12 +181,7 @@ pub async fn probe(wasm: &[u8], opts: &ProbeOptions) -> Result<ProbeReport, Prob
         Err(e) => return Ok(refused(e)),
     };
     let counter = AtomicU64::new(0);
-    let context = RunContext {
-        run_id: "wop:probe".to_owned(),
-        node_id: "probe".to_owned(),
-        tenant_id: "wop:probe".to_owned(),
-        attempt: 1,
-    };
+    let context = internal_context("wop:probe", "probe");
     let principal = Principal::default();
     let env = RunEnv::internal(&context, &principal, limits, Some(&counter));
     let call = AbiCall::Probe {

@@ -7,16 +7,16 @@ use super::execute::{Call, Returned, execute};
 use super::state::HostState;
 use super::{ComponentPack, Reach};
 use crate::cache::{CacheStats, CompileCache};
-use crate::env::{LoadEnv, RunEnv};
+use crate::env::{LoadEnv, RunEnv, internal_context};
 use crate::sandbox::Grants;
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 use wop_core::error::{ConfigError, ErrorCode, LoadError};
+use wop_core::identity::{self, Described};
 use wop_core::manifest::Manifest;
-use wop_core::model::{Principal, RunContext};
+use wop_core::model::Principal;
 use wop_core::pack::{Inspection, judge_imports, require_component, resolve};
 use wop_core::policy::Policy;
 
@@ -183,12 +183,7 @@ pub(crate) async fn load(
 /// no MCP, no filesystem grant) and checks it against the manifest.
 async fn check_describe(pack: &ComponentPack, env: &LoadEnv<'_>) -> Result<(), LoadError> {
     let m = &pack.inspection.manifest;
-    let context = RunContext {
-        run_id: "wop:load".to_owned(),
-        node_id: "describe".to_owned(),
-        tenant_id: "wop:load".to_owned(),
-        attempt: 1,
-    };
+    let context = internal_context("wop:load", "describe");
     let principal = Principal::default();
     let run = RunEnv::internal(
         &context,
@@ -214,51 +209,21 @@ async fn check_describe(pack: &ComponentPack, env: &LoadEnv<'_>) -> Result<(), L
     check_description(m, &info)
 }
 
-/// The manifest and `describe()` must agree on name, version and node types.
+/// The manifest and `describe()` must agree on name, version and node
+/// types ([`identity::check`], the same check as ABI v1 identification).
 fn check_description(m: &Manifest, info: &node::PackInfo) -> Result<(), LoadError> {
-    if info.name != m.name {
-        return Err(LoadError::validation(
-            "$.name",
-            format!(
-                "pack.json says `{}` but describe() says `{}`",
-                m.name, info.name
-            ),
-        ));
-    }
-    if info.version != m.version {
-        return Err(LoadError::validation(
-            "$.version",
-            format!(
-                "pack.json says `{}` but describe() says `{}`",
-                m.version, info.version
-            ),
-        ));
-    }
-    let declared: BTreeSet<(&str, &str)> = m
+    let nodes = info
         .nodes
         .iter()
-        .map(|n| (n.type_id.as_str(), n.version.as_str()))
+        .map(|n| (n.type_id.as_str(), Some(n.version.as_str())))
         .collect();
-    let described: BTreeSet<(&str, &str)> = info
-        .nodes
-        .iter()
-        .map(|n| (n.type_id.as_str(), n.version.as_str()))
-        .collect();
-    if declared != described {
-        let fmt = |s: &BTreeSet<(&str, &str)>| {
-            s.iter()
-                .map(|(t, v)| format!("{t}@{v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        return Err(LoadError::validation(
-            "$.nodes",
-            format!(
-                "pack.json declares [{}] but describe() reports [{}]",
-                fmt(&declared),
-                fmt(&described)
-            ),
-        ));
-    }
-    Ok(())
+    identity::check(
+        m,
+        &Described {
+            by: "describe()",
+            name: &info.name,
+            version: Some(&info.version),
+            nodes,
+        },
+    )
 }
