@@ -123,6 +123,24 @@ pub fn engine(pooling: bool) -> Result<Engine> {
     engine_with(pooling, false)
 }
 
+/// A bare engine configured exactly like wop's process-wide engine (the
+/// same `wasmtime::Config`: pooling allocator with its keep-resident and
+/// pagemap settings, fuel on, the same stacks), so that a ratio against it
+/// is wop's own overhead only. Invoke with [`invoke_like_wop`].
+pub fn engine_like_wop() -> Result<Engine> {
+    Engine::new(&wop_runtime::engine_config())
+}
+
+/// [`invoke`] on an [`engine_like_wop`] engine: fuel granted (wop's default
+/// limit) and the same fuel-yield interval wop sets on every store.
+pub async fn invoke_like_wop(pre: &NodePackPre<Bare>, req: &node::Request) -> Result<String> {
+    let fuel = wop_runtime::Limits::default().fuel;
+    let mut store = Store::new(pre.engine(), Bare::new());
+    store.set_fuel(fuel)?;
+    store.fuel_async_yield_interval(Some(wop_runtime::FUEL_YIELD_INTERVAL))?;
+    call(pre, &mut store, req).await
+}
+
 /// [`engine`], with fuel metering on or off (then call [`invoke_fueled`]).
 pub fn engine_with(pooling: bool, fuel: bool) -> Result<Engine> {
     let mut c = Config::new();
@@ -177,10 +195,19 @@ pub async fn invoke_fueled(
     if let Some(f) = fuel {
         store.set_fuel(f)?;
     }
-    let instance = pre.instantiate_async(&mut store).await?;
+    call(pre, &mut store, req).await
+}
+
+/// Instantiates `pre` in `store` and calls `invoke`.
+async fn call(
+    pre: &NodePackPre<Bare>,
+    store: &mut Store<Bare>,
+    req: &node::Request,
+) -> Result<String> {
+    let instance = pre.instantiate_async(&mut *store).await?;
     match instance
         .openwop_node_pack_node()
-        .call_invoke(&mut store, req)
+        .call_invoke(&mut *store, req)
         .await?
     {
         Ok(node::Outcome::Completed(output)) => Ok(output),

@@ -1,6 +1,10 @@
 //! Invocation latency of `hello`: the full wop path (fresh instance per
 //! call, limits, WASI, classification, report) next to bare wasmtime
-//! instantiate + call of the same component, in the same run.
+//! instantiate + call of the same component, in the same run. The third
+//! baseline is a bare wasmtime configured exactly like wop's engine
+//! (`wop_runtime::engine_config()`: the same pooling, keep-resident and
+//! pagemap settings, fuel with the same yield interval, the same stacks),
+//! so the ratio against it is wop's own overhead only.
 //!
 //! Run: `cargo run --release -p fuel-benches --bin latency [-- N]`
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -16,17 +20,24 @@ async fn main() {
         .unwrap_or(2000);
     let inputs = serde_json::json!({"name": "Ada"});
 
-    // Bare wasmtime: WASI p2, no-op host functions, no fuel, no limits.
-    // Two baselines: the default config (on-demand allocation) and the
-    // pooling allocator wop itself uses.
+    // Bare wasmtime: WASI p2, no-op host functions, no limits. Three
+    // baselines: the default config (on-demand allocation, no fuel), the
+    // default pooling allocator (no fuel), and wop's own engine config.
     let hello = wop_test_packs::wasm_path("hello");
     let pre_default = bare::pre(&bare::engine(false).unwrap(), &hello).unwrap();
     let pre_pooling = bare::pre(&bare::engine(true).unwrap(), &hello).unwrap();
+    let pre_like_wop = bare::pre(&bare::engine_like_wop().unwrap(), &hello).unwrap();
     let req = bare::request("wop.samples.hello", &inputs);
     let bare_once = |pre: &bare::NodePackPre<bare::Bare>| {
         let (pre, req) = (pre.clone(), req.clone());
         async move {
             bare::invoke(&pre, &req).await.unwrap();
+        }
+    };
+    let like_wop_once = || {
+        let (pre, req) = (pre_like_wop.clone(), req.clone());
+        async move {
+            bare::invoke_like_wop(&pre, &req).await.unwrap();
         }
     };
 
@@ -40,10 +51,12 @@ async fn main() {
     for _ in 0..200 {
         bare_once(&pre_default).await;
         bare_once(&pre_pooling).await;
+        like_wop_once().await;
         assert!(rt.invoke(wop_req.clone()).await.outcome.is_ok());
     }
     // Interleave rounds so machine noise hits all alike.
-    let (mut bare, mut pooled, mut full) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut bare, mut pooled, mut like, mut full) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..n {
         let t = Instant::now();
         bare_once(&pre_default).await;
@@ -52,12 +65,16 @@ async fn main() {
         bare_once(&pre_pooling).await;
         pooled.push(t.elapsed());
         let t = Instant::now();
+        like_wop_once().await;
+        like.push(t.elapsed());
+        let t = Instant::now();
         let r = rt.invoke(wop_req.clone()).await;
         full.push(t.elapsed());
         assert!(r.outcome.is_ok());
     }
     let b = fuel_benches::stats(bare);
     let p = fuel_benches::stats(pooled);
+    let l = fuel_benches::stats(like);
     let f = fuel_benches::stats(full);
     println!("hello, {n} sequential invocations each, fresh instance per call");
     println!("| path | p50 | p99 | calls/s |");
@@ -65,6 +82,10 @@ async fn main() {
     for (name, s) in [
         ("bare wasmtime, default config (instantiate + call)", b),
         ("bare wasmtime, pooling allocator (instantiate + call)", p),
+        (
+            "bare wasmtime, wop's engine config (pooling + reset, fuel + yield)",
+            l,
+        ),
         ("wop full path (limits, fuel, WASI ctx, log, report)", f),
     ] {
         println!(
@@ -72,7 +93,11 @@ async fn main() {
             s.p50_us, s.p99_us, s.per_sec
         );
     }
-    for (name, base) in [("bare default", b), ("bare pooling", p)] {
+    for (name, base) in [
+        ("bare default", b),
+        ("bare pooling", p),
+        ("bare configured like wop", l),
+    ] {
         println!(
             "| ratio wop / {name} | {:.2}× | {:.2}× | {:.2}× |",
             f.p50_us / base.p50_us,

@@ -7,7 +7,7 @@
 //! says which run-level limit now binds ([`Binding`]) so that a stop is
 //! reported as what actually caused it. Shared by every pack kind.
 
-use crate::budget::{Ledger, RunBounds};
+use crate::budget::{Dimension, Ledger, RunBounds};
 use crate::classify::Fault;
 use crate::limits::{LimitRequest, Limits};
 use serde_json::Value;
@@ -27,8 +27,7 @@ impl Binding {
     pub fn apply(&self, fault: Fault) -> Fault {
         match (fault, self.fuel_budget, self.run_timeout) {
             (Fault::Fuel { consumed, .. }, Some(left), _) => Fault::Budget {
-                kind: "budget-fuel",
-                dimension: "fuel",
+                dimension: Dimension::Fuel,
                 limit: left,
                 observed: consumed,
             },
@@ -76,8 +75,7 @@ pub fn admit(a: AdmissionInput<'_>) -> Result<Admitted, Fault> {
     let ledger = a.ledger;
     if let Some(d) = ledger.exhausted {
         return Err(Fault::Budget {
-            kind: d.cap_kind(),
-            dimension: d.as_str(),
+            dimension: d,
             limit: ledger.limit_of(d).unwrap_or(0.0).ceil() as u64,
             observed: ledger.used_of(d).ceil() as u64,
         });
@@ -90,8 +88,7 @@ pub fn admit(a: AdmissionInput<'_>) -> Result<Admitted, Fault> {
     if let Some(left) = ledger.fuel_left() {
         if left == 0 {
             return Err(Fault::Budget {
-                kind: "budget-fuel",
-                dimension: "fuel",
+                dimension: Dimension::Fuel,
                 limit: ledger.budget.max_fuel.unwrap_or(0),
                 observed: ledger.consumed.fuel,
             });
@@ -122,7 +119,7 @@ pub fn admit(a: AdmissionInput<'_>) -> Result<Admitted, Fault> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
-    use crate::budget::{Dimension, RunBudget};
+    use crate::budget::RunBudget;
     use serde_json::json;
 
     fn ledger(max_fuel: Option<u64>, used_fuel: u64, started: u64) -> Ledger {
@@ -309,8 +306,7 @@ mod tests {
         assert_eq!(
             f,
             Fault::Budget {
-                kind: "budget-tool-calls",
-                dimension: "tool-calls",
+                dimension: Dimension::ToolCalls,
                 limit: 3,
                 observed: 3
             }

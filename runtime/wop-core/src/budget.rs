@@ -8,6 +8,7 @@
 //! host tool call (tools, http, mcp) is one iteration, since WIT 0.1 calls
 //! are synchronous and a round holds exactly one call.
 
+use crate::breach::BreachKind;
 use crate::events::Event;
 use crate::model::Usage;
 use serde::{Deserialize, Serialize};
@@ -185,11 +186,11 @@ impl Dimension {
     }
 
     /// The `cap.breached` kind: `budget-tool-calls`, `budget-fuel`, `budget-cost`.
-    pub fn cap_kind(self) -> &'static str {
+    pub fn breach_kind(self) -> BreachKind {
         match self {
-            Self::ToolCalls => "budget-tool-calls",
-            Self::Fuel => "budget-fuel",
-            Self::Cost => "budget-cost",
+            Self::ToolCalls => BreachKind::BudgetToolCalls,
+            Self::Fuel => BreachKind::BudgetFuel,
+            Self::Cost => BreachKind::BudgetCost,
         }
     }
 }
@@ -312,7 +313,7 @@ impl Ledger {
             out.push(budget_event(BudgetEvent::Exhausted, json!({"runId": self.run_id, "dimension": d.as_str(), "consumed": self.used(d), "limit": limit})));
         }
         out.push(Event::CapBreached {
-            kind: d.cap_kind().to_owned(),
+            kind: d.breach_kind(),
             limit: limit.ceil() as u64,
             observed: attempted.ceil() as u64,
             node_id: node_id.to_owned(),

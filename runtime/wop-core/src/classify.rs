@@ -2,6 +2,8 @@
 //! shared by every pack kind (components and ABI v1 core modules). Pure:
 //! the wasmtime adapter turns a trap into a [`Fault`] first.
 
+use crate::breach::BreachKind;
+use crate::budget::Dimension;
 use crate::error::{ErrorCode, NodeError};
 use crate::events::Event;
 use serde_json::Value;
@@ -40,7 +42,7 @@ pub enum Fault {
     /// A host-side cap (a log line, an argument, resource entries, output).
     HostCap {
         /// The `cap.breached` kind, e.g. `output-bytes`.
-        kind: &'static str,
+        kind: BreachKind,
         /// The cap.
         limit: u64,
         /// What the pack tried.
@@ -77,10 +79,9 @@ pub enum Fault {
     },
     /// A run budget dimension ran out during the invocation.
     Budget {
-        /// `cap.breached` kind (`budget-fuel`, ...).
-        kind: &'static str,
-        /// `details.dimension`.
-        dimension: &'static str,
+        /// The budget dimension (`details.dimension`; `cap.breached` kind
+        /// `budget-<dimension>`).
+        dimension: Dimension,
         /// What was left of the budget.
         limit: u64,
         /// What was consumed.
@@ -110,9 +111,9 @@ pub struct Classified {
     pub breach: Option<Event>,
 }
 
-fn breach(kind: &str, limit: u64, observed: u64, node_id: &str) -> Option<Event> {
+fn breach(kind: BreachKind, limit: u64, observed: u64, node_id: &str) -> Option<Event> {
     Some(Event::CapBreached {
-        kind: kind.to_owned(),
+        kind,
         limit,
         observed,
         node_id: node_id.to_owned(),
@@ -129,7 +130,7 @@ pub fn classify(fault: &Fault, node_id: &str) -> Classified {
                 "the pack used its whole fuel budget ({limit} units) and was stopped; raise limits.fuel if this work is legitimate"
             ),
             crate::details! {"cause" => "fuel", "limit" => limit, "observed" => consumed},
-            breach("wasm-fuel", *limit, *consumed, node_id),
+            breach(BreachKind::WasmFuel, *limit, *consumed, node_id),
         ),
         Fault::WallClock {
             limit_ms,
@@ -138,7 +139,12 @@ pub fn classify(fault: &Fault, node_id: &str) -> Classified {
             SandboxTimeout,
             format!("the pack ran past its wall-clock limit of {limit_ms} ms and was stopped"),
             crate::details! {"cause" => "wall-clock", "limitMs" => limit_ms, "elapsedMs" => elapsed_ms},
-            breach("wasm-execution-time", *limit_ms, *elapsed_ms, node_id),
+            breach(
+                BreachKind::WasmExecutionTime,
+                *limit_ms,
+                *elapsed_ms,
+                node_id,
+            ),
         ),
         Fault::Memory { limit, observed } => (
             SandboxMemoryExceeded,
@@ -146,7 +152,7 @@ pub fn classify(fault: &Fault, node_id: &str) -> Classified {
                 "the pack tried to grow its memory to {observed} bytes, past the cap of {limit} bytes"
             ),
             crate::details! {"cause" => "memory-growth", "limit" => limit, "observed" => observed},
-            breach("wasm-memory", *limit, *observed, node_id),
+            breach(BreachKind::WasmMemory, *limit, *observed, node_id),
         ),
         Fault::Table { limit, observed } => (
             SandboxMemoryExceeded,
@@ -154,7 +160,7 @@ pub fn classify(fault: &Fault, node_id: &str) -> Classified {
                 "the pack tried to grow a table to {observed} elements, past the cap of {limit}"
             ),
             crate::details! {"cause" => "table-growth", "limit" => limit, "observed" => observed},
-            breach("wasm-table", *limit, *observed, node_id),
+            breach(BreachKind::WasmTable, *limit, *observed, node_id),
         ),
         Fault::HostCap {
             kind,
@@ -163,8 +169,8 @@ pub fn classify(fault: &Fault, node_id: &str) -> Classified {
         } => (
             SandboxInvocationError,
             format!("the pack exceeded a host-side cap: {kind} {observed} > {limit}"),
-            crate::details! {"cause" => kind, "limit" => limit, "observed" => observed},
-            breach(kind, *limit, *observed, node_id),
+            crate::details! {"cause" => kind.as_str(), "limit" => limit, "observed" => observed},
+            breach(*kind, *limit, *observed, node_id),
         ),
         Fault::Reentrancy { limit, observed } => (
             SandboxInvocationError,
@@ -172,7 +178,7 @@ pub fn classify(fault: &Fault, node_id: &str) -> Classified {
                 "the pack re-entered the host {observed} levels deep through a guest callback; the limit is {limit}"
             ),
             crate::details! {"cause" => "host-reentrancy", "limit" => limit, "observed" => observed},
-            breach("host-reentrancy", *limit, *observed, node_id),
+            breach(BreachKind::HostReentrancy, *limit, *observed, node_id),
         ),
         Fault::LoopLimit { limit, observed } => (
             LoopLimitExceeded,
@@ -180,7 +186,7 @@ pub fn classify(fault: &Fault, node_id: &str) -> Classified {
                 "the pack's own loop made {observed} rounds of host tool calls; the limit is {limit} (maxLoopIterations)"
             ),
             crate::details! {"limit" => limit, "observed" => observed},
-            breach("loop-iterations", *limit, *observed, node_id),
+            breach(BreachKind::LoopIterations, *limit, *observed, node_id),
         ),
         Fault::RunTimeout {
             limit_ms,
@@ -189,18 +195,17 @@ pub fn classify(fault: &Fault, node_id: &str) -> Classified {
             RunTimeout,
             format!("the run ran past its {limit_ms} ms limit (runTimeoutMs)"),
             crate::details! {"limitMs" => limit_ms, "elapsedMs" => elapsed_ms},
-            breach("run-duration", *limit_ms, *elapsed_ms, node_id),
+            breach(BreachKind::RunDuration, *limit_ms, *elapsed_ms, node_id),
         ),
         Fault::Budget {
-            kind,
             dimension,
             limit,
             observed,
         } => (
             BudgetExhausted,
-            format!("the run's {dimension} budget is exhausted"),
-            crate::details! {"dimension" => dimension, "limit" => limit, "observed" => observed},
-            breach(kind, *limit, *observed, node_id),
+            format!("the run's {} budget is exhausted", dimension.as_str()),
+            crate::details! {"dimension" => dimension.as_str(), "limit" => limit, "observed" => observed},
+            breach(dimension.breach_kind(), *limit, *observed, node_id),
         ),
         Fault::CapabilityDenied { capability } => (
             SandboxCapabilityDenied,
@@ -279,7 +284,7 @@ mod tests {
             ),
             (
                 Fault::HostCap {
-                    kind: "output-bytes",
+                    kind: BreachKind::OutputBytes,
                     limit: 1,
                     observed: 2,
                 },
@@ -313,8 +318,7 @@ mod tests {
             ),
             (
                 Fault::Budget {
-                    kind: "budget-fuel",
-                    dimension: "fuel",
+                    dimension: crate::budget::Dimension::Fuel,
                     limit: 2,
                     observed: 2,
                 },

@@ -1,6 +1,7 @@
 //! Events the runtime emits, with the protocol's exact names, and the
 //! [`EventSink`] trait hosts implement to receive them.
 
+use crate::breach::BreachKind;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Mutex;
@@ -53,8 +54,8 @@ pub enum Event {
     /// `cap.breached`: a limit stopped the node.
     #[serde(rename = "cap.breached", rename_all = "camelCase")]
     CapBreached {
-        /// `wasm-memory`, `wasm-fuel`, `wasm-execution-time`, ...
-        kind: String,
+        /// What was breached: `wasm-memory`, `wasm-fuel`, ...
+        kind: BreachKind,
         /// The limit in force.
         limit: u64,
         /// What was observed (attempted size, consumed fuel, elapsed ms).

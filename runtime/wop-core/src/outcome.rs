@@ -108,7 +108,7 @@ pub fn interpret(
     if size > output_cap {
         let c = classify(
             &Fault::HostCap {
-                kind: "output-bytes",
+                kind: crate::breach::BreachKind::OutputBytes,
                 limit: output_cap,
                 observed: size,
             },

@@ -9,16 +9,12 @@ use sha2::{Digest, Sha256};
 pub struct Seed([u8; 32]);
 
 impl Seed {
-    /// `sha256("wop:replay:v1\0" ‖ run ‖ "\0" ‖ node ‖ "\0" ‖ attempt)`.
+    /// `sha256("wop:replay:v1\0" ‖ run ‖ "\0" ‖ node ‖ "\0" ‖ attempt)`
+    /// ([`crate::digest::tagged`]; the attempt little-endian).
     pub fn new(run_id: &str, node_id: &str, attempt: u32) -> Self {
-        let mut h = Sha256::new();
-        h.update(b"wop:replay:v1\0");
-        h.update(run_id.as_bytes());
-        h.update(b"\0");
-        h.update(node_id.as_bytes());
-        h.update(b"\0");
-        h.update(attempt.to_le_bytes());
-        Seed(h.finalize().into())
+        let attempt = attempt.to_le_bytes();
+        let parts: [&[u8]; 3] = [run_id.as_bytes(), node_id.as_bytes(), &attempt];
+        Seed(crate::digest::tagged("wop:replay:v1", &parts))
     }
 
     /// A sub-seed for one named stream (so our `random` and WASI's random

@@ -7,9 +7,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use wop_core::egress::host::HostName;
-use wop_core::egress::{
-    AllowList, Denial, EgressSettings, Target, UPSTREAM_UNAVAILABLE, check_answer,
-};
+use wop_core::egress::{AllowList, Denial, EgressSettings, Target, check_answer};
+use wop_core::error::ErrorCode;
 
 /// The runtime-wide egress engine: settings and the resolver.
 pub struct Egress {
@@ -56,7 +55,7 @@ impl Egress {
             Ok(Ok(a)) => a,
             Ok(Err(e)) => {
                 return Err(Denial {
-                    code: UPSTREAM_UNAVAILABLE,
+                    code: ErrorCode::UpstreamUnavailable,
                     reason: "dns",
                     message: format!("`{name}` could not be resolved: {e}"),
                     extra: json!({"retryable": true}),
@@ -64,7 +63,7 @@ impl Egress {
             }
             Err(_) => {
                 return Err(Denial {
-                    code: UPSTREAM_UNAVAILABLE,
+                    code: ErrorCode::UpstreamUnavailable,
                     reason: "dns",
                     message: format!("resolving `{name}` timed out"),
                     extra: json!({"retryable": true}),

@@ -127,7 +127,7 @@ pub(crate) async fn fetch(
     let Some(egress) = egress else {
         let e = GateError {
             kind: GateErrorKind::Forbidden,
-            code: ErrorCode::EgressDenied.as_str().to_owned(),
+            code: ErrorCode::EgressDenied,
             message: "no egress destination is granted to this pack".to_owned(),
             details: json!({"reason": "not-allowed"}),
         };
@@ -145,12 +145,12 @@ pub(crate) async fn fetch(
             .event(),
         );
         let err = GateError {
-            kind: if d.code == egress::EGRESS_DENIED {
+            kind: if d.code == ErrorCode::EgressDenied {
                 GateErrorKind::Forbidden
             } else {
                 GateErrorKind::Failed
             },
-            code: d.code.to_owned(),
+            code: d.code,
             message: d.message.clone(),
             details: d.details(&destination),
         };
@@ -252,7 +252,7 @@ pub(crate) async fn fetch(
     let r = r.and_then(|v| {
         response_of(&v).ok_or_else(|| GateError {
             kind: GateErrorKind::Failed,
-            code: ErrorCode::InternalError.as_str().to_owned(),
+            code: ErrorCode::InternalError,
             message: "the recorded response is malformed".to_owned(),
             details: Value::Null,
         })

@@ -172,7 +172,7 @@ fn answered(d: &Denial, destination: &str, hop: u32) -> ToolFailure {
     {
         m.insert("redirectHop".to_owned(), json!(hop));
     }
-    ToolFailure::answered(d.code, d.message.clone(), Some(details))
+    ToolFailure::answered(d.code.as_str(), d.message.clone(), Some(details))
 }
 
 fn send_failure(e: &reqwest::Error, destination: &str, after_redirect: bool) -> ToolFailure {

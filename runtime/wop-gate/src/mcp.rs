@@ -205,7 +205,7 @@ enum Target<'a> {
 fn gate_error(kind: GateErrorKind, code: &str, message: String, details: Value) -> GateError {
     GateError {
         kind,
-        code: code.to_owned(),
+        code: ErrorCode::parse(code).unwrap_or(ErrorCode::InternalError),
         message,
         details,
     }

@@ -236,10 +236,10 @@ impl GateSession {
 
     fn note<T>(&mut self, r: &Result<T, GateError>) {
         if let Err(e) = r
-            && !self.usage.verdicts.contains(&e.code)
+            && !self.usage.verdicts.contains(e.code.as_str())
             && self.usage.verdicts.len() < 32
         {
-            self.usage.verdicts.insert(e.code.clone());
+            self.usage.verdicts.insert(e.code.as_str().to_owned());
         }
     }
 }
@@ -251,7 +251,7 @@ fn check_id(what: &str, value: &str, cap: usize) -> Result<(), GateError> {
     limits::check_identifier(what, value, cap).map_err(|message| {
         GateError::new(
             crate::GateErrorKind::Failed,
-            wop_core::error::ErrorCode::ValidationError.as_str(),
+            wop_core::error::ErrorCode::ValidationError,
             message,
             serde_json::json!({"field": what, "limit": cap, "observed": value.len()}),
         )

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use wop_core::error::ErrorCode;
 use wop_core::events::{Event, ToolStatus, Transport};
 use wop_core::logbuf::LogBuffer;
 use wop_core::model::{Principal, RunContext};
@@ -116,7 +117,8 @@ async fn denials_never_perform_and_are_remembered_as_verdicts() {
     );
     let e = s.call("crm:ghost", json!({}), None).await.unwrap_err();
     assert_eq!(
-        e.code, "forbidden",
+        e.code,
+        ErrorCode::Forbidden,
         "not granted is decided before existence"
     );
     let mut all = session(&g, 1, &["crm:*"]);
@@ -191,6 +193,6 @@ async fn a_session_without_egress_refuses_every_fetch() {
         })
         .await
         .unwrap_err();
-    assert_eq!(e.code, "egress_denied");
+    assert_eq!(e.code, ErrorCode::EgressDenied);
     assert_eq!(s.usage().egress_bytes_out, 0);
 }

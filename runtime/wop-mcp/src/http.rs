@@ -13,10 +13,11 @@ use crate::error::{McpError, McpFailure};
 use crate::protocol::{self, Incoming};
 use crate::sse::{SseItem, SseParser};
 
-const SESSION_HEADER: &str = "mcp-session-id";
-const VERSION_HEADER: &str = "mcp-protocol-version";
-const METHOD_HEADER: &str = "mcp-method";
-const NAME_HEADER: &str = "mcp-name";
+use wop_core::mcp_protocol::{
+    HEADER_METHOD as METHOD_HEADER, HEADER_NAME as NAME_HEADER,
+    HEADER_PROTOCOL_VERSION as VERSION_HEADER, HEADER_SESSION_ID as SESSION_HEADER,
+};
+
 /// Cap on an error body we read for diagnostics.
 const ERROR_BODY_MAX: u64 = 64 * 1024;
 

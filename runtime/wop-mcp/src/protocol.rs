@@ -11,24 +11,15 @@ use serde_json::{Map, Value, json};
 
 use crate::error::McpError;
 
+// The revisions, header and `_meta` names and JSON-RPC codes are defined
+// once in `wop_core::mcp_protocol` (the server in `wop-serve` uses them too).
 /// The revisions this client speaks, oldest first.
-pub const SUPPORTED_REVISIONS: [&str; 4] = [
-    REV_2025_03_26,
-    REV_2025_06_18,
-    REV_2025_11_25,
-    REV_2026_07_28,
-];
-/// MCP revision 2025-03-26.
-pub const REV_2025_03_26: &str = "2025-03-26";
-/// MCP revision 2025-06-18.
-pub const REV_2025_06_18: &str = "2025-06-18";
-/// MCP revision 2025-11-25 (newest with an `initialize` handshake).
-pub const REV_2025_11_25: &str = "2025-11-25";
-/// MCP revision 2026-07-28 (stateless: `server/discover` + per-request `_meta`).
-pub const REV_2026_07_28: &str = "2026-07-28";
+pub use wop_core::mcp_protocol::CLIENT_REVISIONS as SUPPORTED_REVISIONS;
+use wop_core::mcp_protocol::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
+pub use wop_core::mcp_protocol::{REV_2025_03_26, REV_2025_06_18, REV_2025_11_25, REV_2026_07_28};
 
 /// JSON-RPC code a 2026-07-28 server uses for an unsupported revision.
-pub(crate) const CODE_UNSUPPORTED_VERSION: i64 = -32022;
+pub(crate) use wop_core::mcp_protocol::jsonrpc::UNSUPPORTED_VERSION as CODE_UNSUPPORTED_VERSION;
 
 /// The supported revisions as owned strings (for error details).
 pub(crate) fn supported_list() -> Vec<String> {
@@ -79,13 +70,10 @@ pub(crate) fn modern_meta() -> Map<String, Value> {
         _ => {
             let mut m = Map::new();
             m.insert(
-                "io.modelcontextprotocol/protocolVersion".into(),
+                META_PROTOCOL_VERSION.into(),
                 Value::String(REV_2026_07_28.into()),
             );
-            m.insert(
-                "io.modelcontextprotocol/clientCapabilities".into(),
-                json!({}),
-            );
+            m.insert(META_CLIENT_CAPABILITIES.into(), json!({}));
             m
         }
     }
@@ -180,7 +168,10 @@ pub(crate) fn classify(msg: Value) -> Incoming {
 /// Converts a JSON-RPC `error` member into [`McpError::Rpc`].
 pub(crate) fn rpc_error(err: &Value) -> McpError {
     McpError::Rpc {
-        code: err.get("code").and_then(Value::as_i64).unwrap_or(-32603),
+        code: err
+            .get("code")
+            .and_then(Value::as_i64)
+            .unwrap_or(wop_core::mcp_protocol::jsonrpc::INTERNAL_ERROR),
         message: err
             .get("message")
             .and_then(Value::as_str)

@@ -5,11 +5,12 @@
 
 use crate::abi_v1::imports;
 use crate::engine::ENGINE_VERSION;
-use crate::runtime::Runtime;
+use crate::registry::Registry;
 use serde::Serialize;
 use serde_json::{Value, json};
 use wop_core::abi::supported_versions;
 use wop_core::capability::Capability;
+use wop_core::limits::Limits;
 
 /// The runtime's capability document (RFC 0008 §H, RFC 0035 §A).
 #[derive(Debug, Clone, Serialize)]
@@ -21,51 +22,47 @@ pub struct CapabilityDocument {
     pub sandbox: Value,
 }
 
-impl Runtime {
-    /// The capability document: which pack runtimes this runtime runs,
-    /// with what limits, which packs are loaded, and the sandbox contract.
-    pub fn capabilities(&self) -> CapabilityDocument {
-        let limits = self.policy().limits();
-        let core = self.registry().names(true);
-        let components = self.registry().names(false);
-        let mut allowed: Vec<String> =
-            imports::granted_names(&Capability::BASE.into_iter().collect())
-                .into_iter()
-                .collect();
-        allowed.extend(
-            Capability::BASE
-                .iter()
-                .map(|c| format!("{}/{}", crate::capability::OPENWOP_PACKAGE, c.as_str())),
-        );
-        allowed.sort();
-        CapabilityDocument {
-            node_pack_runtimes: json!({
-                "wasm": {
-                    "supported": true,
-                    "abiVersions": supported_versions(),
-                    "engine": "wasmtime",
-                    "engineVersion": ENGINE_VERSION,
-                    "maxMemoryBytes": limits.memory_bytes,
-                    "maxExecutionMs": limits.wall_clock_ms,
-                    "loadedPacks": core,
-                },
-                "wasmComponent": {
-                    "supported": true,
-                    "worlds": ["openwop:node-pack/node-pack@0.1.0"],
-                    "engine": "wasmtime",
-                    "engineVersion": ENGINE_VERSION,
-                    "maxMemoryBytes": limits.memory_bytes,
-                    "maxExecutionMs": limits.wall_clock_ms,
-                    "loadedPacks": components,
-                },
-            }),
-            sandbox: json!({
+/// The capability document of a runtime whose ceilings are `limits` and
+/// whose loaded packs are in `registry`.
+pub(crate) fn document(limits: Limits, registry: &Registry) -> CapabilityDocument {
+    let abi_v1 = registry.names(true);
+    let components = registry.names(false);
+    let mut allowed: Vec<String> = imports::granted_names(&Capability::BASE.into_iter().collect())
+        .into_iter()
+        .collect();
+    allowed.extend(
+        Capability::BASE
+            .iter()
+            .map(|c| format!("{}/{}", crate::capability::OPENWOP_PACKAGE, c.as_str())),
+    );
+    allowed.sort();
+    CapabilityDocument {
+        node_pack_runtimes: json!({
+            "wasm": {
                 "supported": true,
-                "isolationModel": "wasm",
-                "allowedHostCalls": allowed,
-                "memoryLimitBytes": limits.memory_bytes,
-                "wallClockLimitMs": limits.wall_clock_ms,
-            }),
-        }
+                "abiVersions": supported_versions(),
+                "engine": "wasmtime",
+                "engineVersion": ENGINE_VERSION,
+                "maxMemoryBytes": limits.memory_bytes,
+                "maxExecutionMs": limits.wall_clock_ms,
+                "loadedPacks": abi_v1,
+            },
+            "wasmComponent": {
+                "supported": true,
+                "worlds": ["openwop:node-pack/node-pack@0.1.0"],
+                "engine": "wasmtime",
+                "engineVersion": ENGINE_VERSION,
+                "maxMemoryBytes": limits.memory_bytes,
+                "maxExecutionMs": limits.wall_clock_ms,
+                "loadedPacks": components,
+            },
+        }),
+        sandbox: json!({
+            "supported": true,
+            "isolationModel": "wasm",
+            "allowedHostCalls": allowed,
+            "memoryLimitBytes": limits.memory_bytes,
+            "wallClockLimitMs": limits.wall_clock_ms,
+        }),
     }
 }

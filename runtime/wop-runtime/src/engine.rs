@@ -10,7 +10,8 @@ use wop_core::error::ConfigError;
 /// Fuel units between two cooperative yields to the async executor. Small
 /// enough that a deadline is noticed within well under a millisecond of
 /// guest execution, large enough that yields cost nothing measurable.
-pub(crate) const FUEL_YIELD_INTERVAL: u64 = 100_000;
+#[doc(hidden)]
+pub const FUEL_YIELD_INTERVAL: u64 = 100_000;
 
 /// The wasmtime version this runtime is built on (pinned in the workspace).
 pub(crate) const ENGINE_VERSION: &str = "48.0.8";
@@ -32,7 +33,12 @@ const POOL_KEEP_RESIDENT_TABLE: usize = 64 << 10;
 const MAX_WASM_STACK: usize = 1 << 20;
 const ASYNC_STACK: usize = 2 << 20;
 
-fn config() -> Config {
+/// The configuration of the process-wide engine: component model, fuel on
+/// (no epochs), the stacks, the pooling allocator and its slot-reuse
+/// settings. Public only so that benchmarks can configure a bare wasmtime
+/// exactly like `wop` (`fuel-benches`); not part of the API.
+#[doc(hidden)]
+pub fn engine_config() -> Config {
     let mut c = Config::new();
     c.wasm_component_model(true)
         .consume_fuel(true)
@@ -72,7 +78,7 @@ fn config() -> Config {
 pub(crate) fn engine() -> Result<&'static Engine, ConfigError> {
     static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
     ENGINE
-        .get_or_init(|| Engine::new(&config()).map_err(|e| format!("{e:#}")))
+        .get_or_init(|| Engine::new(&engine_config()).map_err(|e| format!("{e:#}")))
         .as_ref()
         .map_err(|e| ConfigError::Engine(e.clone()))
 }

@@ -31,22 +31,21 @@
 //! grants. Unknown keys are errors.
 
 pub mod abi_v1;
-mod bindings;
 mod cache;
 mod capability_doc;
+mod component;
 mod engine;
-mod host;
-mod invoke;
+mod env;
+mod kind;
 mod registry;
 mod runtime;
 mod sandbox;
-mod state;
 
 // The layers below, re-exported so that embedders need one dependency.
 // Pure domain (`wop-core`):
 pub use wop_core::{
     abi, admission, authz, budget, capability, classify, error, events, jcs, limits, logbuf,
-    manifest, model, outcome, pack, packfile, policy, ratelimit, replay,
+    manifest, mcp_protocol, model, outcome, pack, packfile, policy, ratelimit, replay,
 };
 // Durable state (`wop-effects`):
 pub use wop_effects::{effects, store};
@@ -75,8 +74,12 @@ pub mod metering {
 
 pub use cache::CacheStats;
 pub use capability_doc::CapabilityDocument;
-pub use host::wasi::GUEST_DATA_DIR;
-pub use runtime::{PackSummary, PacksDirLoad, Runtime, RuntimeConfig, RuntimeStats};
+pub use component::GUEST_DATA_DIR;
+#[doc(hidden)]
+pub use engine::{FUEL_YIELD_INTERVAL, engine_config};
+pub use registry::PackSummary;
+pub use runtime::{PacksDirLoad, Runtime, RuntimeConfig, RuntimeStats};
+pub use sandbox::FUEL_PER_HOST_BYTE;
 pub use wop_core::FsGrant;
 pub use wop_core::{
     Capability, ConfigError, EgressView, ErrorCode, Event, EventSink, FailureSource, ImportReport,

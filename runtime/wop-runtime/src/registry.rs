@@ -3,43 +3,35 @@
 //! load; a typeId already registered by another pack (of either kind)
 //! refuses the load.
 
-use crate::abi_v1::CoreModulePack;
-use crate::bindings::NodePackPre;
-use crate::runtime::PackSummary;
-use crate::state::HostState;
+use crate::kind::PackKind;
+use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
+use wop_core::capability::Capability;
 use wop_core::error::LoadError;
-use wop_core::pack::Inspection;
+use wop_core::limits::Limits;
 
-/// A loaded component pack, ready to instantiate.
-pub(crate) struct ComponentPack {
-    pub inspection: Inspection,
-    pub pre: NodePackPre<HostState>,
+/// A summary of a loaded pack.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PackSummary {
+    /// Pack name.
+    pub name: String,
+    /// Pack version.
+    pub version: String,
+    /// The node types it registered.
+    pub type_ids: Vec<String>,
+    /// Effective capabilities.
+    pub capabilities: BTreeSet<Capability>,
+    /// Effective limits.
+    pub limits: Limits,
 }
 
-/// What runs a loaded pack's nodes.
-pub(crate) enum PackKind {
-    /// A WebAssembly component (`wasm-component`).
-    Component(ComponentPack),
-    /// A WASM ABI v1 core module (`wasm`).
-    AbiV1(CoreModulePack),
-}
-
-impl PackKind {
-    /// The load-time inspection (manifest, grants, limits).
-    pub(crate) fn inspection(&self) -> &Inspection {
-        match self {
-            Self::Component(p) => &p.inspection,
-            Self::AbiV1(p) => &p.inspection,
-        }
-    }
-
-    /// The summary shown to hosts.
-    pub(crate) fn summary(&self) -> PackSummary {
-        let i = self.inspection();
+impl PackSummary {
+    fn of(pack: &PackKind) -> Self {
+        let i = pack.inspection();
         let m = &i.manifest;
-        PackSummary {
+        Self {
             name: m.name.clone(),
             version: m.version.clone(),
             type_ids: m.nodes.iter().map(|n| n.type_id.clone()).collect(),
@@ -47,10 +39,10 @@ impl PackKind {
             limits: i.limits,
         }
     }
+}
 
-    fn name(&self) -> &str {
-        &self.inspection().manifest.name
-    }
+fn name(pack: &PackKind) -> &str {
+    &pack.inspection().manifest.name
 }
 
 /// typeId → pack.
@@ -75,23 +67,23 @@ impl Registry {
     /// Registers a pack's typeIds, replacing an earlier load of the same
     /// pack; refuses a typeId another pack already registered.
     pub(crate) fn register(&self, pack: PackKind) -> Result<PackSummary, LoadError> {
-        let summary = pack.summary();
+        let summary = PackSummary::of(&pack);
         let mut packs = match self.packs.write() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
         for t in &summary.type_ids {
-            if let Some(other) = packs.get(t).filter(|p| p.name() != summary.name) {
+            if let Some(other) = packs.get(t).filter(|p| name(p) != summary.name) {
                 return Err(LoadError::validation(
                     "$.nodes",
                     format!(
                         "typeId `{t}` is already registered by pack `{}`",
-                        other.name()
+                        name(other)
                     ),
                 ));
             }
         }
-        packs.retain(|_, p| p.name() != summary.name);
+        packs.retain(|_, p| name(p) != summary.name);
         let pack = Arc::new(pack);
         for t in &summary.type_ids {
             packs.insert(t.clone(), pack.clone());
@@ -106,12 +98,13 @@ impl Registry {
         let mut components = Vec::new();
         let mut modules = Vec::new();
         for p in packs.values() {
-            if !seen.insert(p.name().to_owned()) {
+            if !seen.insert(name(p).to_owned()) {
                 continue;
             }
-            match p.as_ref() {
-                PackKind::Component(_) => components.push(p.summary()),
-                PackKind::AbiV1(_) => modules.push(p.summary()),
+            if p.is_abi_v1() {
+                modules.push(PackSummary::of(p));
+            } else {
+                components.push(PackSummary::of(p));
             }
         }
         components.extend(modules);
@@ -123,8 +116,8 @@ impl Registry {
         let packs = self.read();
         let names: BTreeSet<String> = packs
             .values()
-            .filter(|p| matches!(p.as_ref(), PackKind::AbiV1(_)) == abi_v1)
-            .map(|p| p.name().to_owned())
+            .filter(|p| p.is_abi_v1() == abi_v1)
+            .map(|p| name(p).to_owned())
             .collect();
         names.into_iter().collect()
     }

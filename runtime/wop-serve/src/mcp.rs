@@ -22,38 +22,24 @@ use serde_json::{Map, Value, json};
 use wop_runtime::Principal;
 use wop_runtime::tools::SafetyTier;
 
-/// Revisions served, oldest first.
-pub const REVISIONS: [&str; 5] = [
-    "2024-11-05",
-    "2025-03-26",
-    "2025-06-18",
-    "2025-11-25",
-    "2026-07-28",
-];
+// Revisions, header and `_meta` names and JSON-RPC codes: defined once,
+// shared with the MCP client (`wop_core::mcp_protocol`).
 /// The revision preferred for new clients.
-pub const PREFERRED: &str = "2026-07-28";
-/// The newest revision negotiated with `initialize`.
-const LATEST_INITIALIZE: &str = "2025-11-25";
-/// The first stateless revision.
-const STATELESS: &str = "2026-07-28";
-
-const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-const META_IDEMPOTENCY: &str = "dev.openwop/idempotencyKey";
-const META_RUN: &str = "dev.openwop/runId";
-const META_NODE: &str = "dev.openwop/nodeId";
-const META_ATTEMPT: &str = "dev.openwop/attempt";
-const HEADER_VERSION: &str = "mcp-protocol-version";
-const HEADER_METHOD: &str = "mcp-method";
+pub use wop_runtime::mcp_protocol::PREFERRED_REVISION as PREFERRED;
+/// Revisions served, oldest first.
+pub use wop_runtime::mcp_protocol::SERVED_REVISIONS as REVISIONS;
+use wop_runtime::mcp_protocol::jsonrpc::{
+    HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
+    UNSUPPORTED_VERSION,
+};
+use wop_runtime::mcp_protocol::{
+    FIRST_STATELESS as STATELESS, HEADER_METHOD, HEADER_PROTOCOL_VERSION as HEADER_VERSION,
+    LATEST_INITIALIZE, META_ATTEMPT, META_IDEMPOTENCY_KEY as META_IDEMPOTENCY,
+    META_NODE_ID as META_NODE, META_PROTOCOL_VERSION as META_VERSION, META_RUN_ID as META_RUN,
+};
 
 /// How long a client may reuse a `tools/list` result (2026-07-28 `ttlMs`).
 const TOOLS_TTL_MS: u64 = 60_000;
-
-const PARSE_ERROR: i64 = -32700;
-const INVALID_REQUEST: i64 = -32600;
-const METHOD_NOT_FOUND: i64 = -32601;
-const INVALID_PARAMS: i64 = -32602;
-const HEADER_MISMATCH: i64 = -32020;
-const UNSUPPORTED_VERSION: i64 = -32022;
 
 fn json_response(status: StatusCode, body: &Value) -> Response {
     let mut r = (status, axum::Json(body)).into_response();

@@ -339,7 +339,9 @@ impl Metrics {
             }
             Event::CapBreached { kind, .. } => {
                 self.breaches
-                    .get_or_create(&KindLabel { kind: kind.clone() })
+                    .get_or_create(&KindLabel {
+                        kind: kind.as_str().to_owned(),
+                    })
                     .inc();
             }
             Event::BudgetReserved { .. }

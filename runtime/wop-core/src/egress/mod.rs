@@ -18,6 +18,7 @@ pub mod host;
 
 pub use allow::{AllowList, Pattern, Scheme};
 
+use crate::error::ErrorCode;
 use crate::ratelimit::RateSpec;
 use host::{HostError, HostName};
 use serde::{Deserialize, Serialize};
@@ -144,7 +145,7 @@ pub const UPSTREAM_UNAVAILABLE: &str = "upstream_unavailable";
 pub struct Denial {
     /// `egress_denied` for policy refusals; `upstream_unavailable` for a
     /// name that does not resolve.
-    pub code: &'static str,
+    pub code: ErrorCode,
     /// `details.reason`: `not-allowed`, `ssrf-blocked`, `scheme`,
     /// `invalid-url`, `method`, `header`, `body-too-large`, `redirect`,
     /// `upgrade`, `dns`.
@@ -159,7 +160,7 @@ impl Denial {
     /// An `egress_denied` denial.
     pub fn denied(reason: &'static str, message: impl Into<String>) -> Self {
         Self {
-            code: EGRESS_DENIED,
+            code: ErrorCode::EgressDenied,
             reason,
             message: message.into(),
             extra: Value::Null,
@@ -340,7 +341,7 @@ pub fn check_url(
 pub fn check_answer(name: &str, addrs: &[IpAddr], allow_loopback: bool) -> Result<(), Denial> {
     if addrs.is_empty() {
         return Err(Denial {
-            code: UPSTREAM_UNAVAILABLE,
+            code: ErrorCode::UpstreamUnavailable,
             reason: "dns",
             message: format!("`{name}` did not resolve to any address"),
             extra: json!({"retryable": true}),

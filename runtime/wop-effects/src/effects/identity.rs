@@ -2,7 +2,7 @@
 
 use base64::Engine as _;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
+use wop_core::digest::tagged;
 
 pub(super) fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
@@ -18,32 +18,17 @@ pub fn activity_id(
     ordinal: u32,
     provider_key: &str,
 ) -> String {
-    let mut h = Sha256::new();
-    h.update(b"openwop:activity:v2\0");
-    for (i, part) in [tenant, run, node, &ordinal.to_string(), provider_key]
-        .iter()
-        .enumerate()
-    {
-        if i > 0 {
-            h.update(b"\0");
-        }
-        h.update(part.as_bytes());
-    }
-    b64(&h.finalize())
+    let ordinal = ordinal.to_string();
+    let parts = [tenant, run, node, &ordinal, provider_key].map(str::as_bytes);
+    b64(&tagged("openwop:activity:v2", &parts))
 }
 
 /// Business identity (our documented derivation): `base64url(sha256(
 /// "openwop:business:v1\0" ‖ tenantId ‖ "\0" ‖ toolId ‖ "\0" ‖ key))`. No
 /// run, node, ordinal or attempt: the same key never fires twice.
 pub fn business_id(tenant: &str, tool: &str, key: &str) -> String {
-    let mut h = Sha256::new();
-    h.update(b"openwop:business:v1\0");
-    h.update(tenant.as_bytes());
-    h.update(b"\0");
-    h.update(tool.as_bytes());
-    h.update(b"\0");
-    h.update(key.as_bytes());
-    b64(&h.finalize())
+    let parts = [tenant, tool, key].map(str::as_bytes);
+    b64(&tagged("openwop:business:v1", &parts))
 }
 
 /// The digest of a request: JCS SHA-256 of `{toolId, arguments}`.

@@ -292,6 +292,46 @@ fn successor(prefix: &[u8]) -> Option<Vec<u8>> {
 const MAX_CAS_TURNS: usize = 1000;
 
 impl PostgresStore {
+    /// The `(key, value)` pairs with `from <= key < to` (`to = None`: no
+    /// upper bound), in key (byte) order, at most `limit` of them: what
+    /// both scans run (a prefix is the range up to its successor, which
+    /// need not be UTF-8).
+    async fn scan(
+        &self,
+        from: &[u8],
+        to: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let client = self.client().await?;
+        let rows = match to {
+            Some(to) => {
+                let st = client
+                    .prepare_cached(&self.sql.scan_range)
+                    .await
+                    .map_err(self.err("prepare"))?;
+                client.query(&st, &[&from, &to, &limit]).await
+            }
+            None => {
+                let st = client
+                    .prepare_cached(&self.sql.scan_from)
+                    .await
+                    .map_err(self.err("prepare"))?;
+                client.query(&st, &[&from, &limit]).await
+            }
+        }
+        .map_err(self.err("scan"))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            let k: Vec<u8> = r.try_get(0).map_err(self.err("scan"))?;
+            let v: Vec<u8> = r.try_get(1).map_err(self.err("scan"))?;
+            out.push((self.decode_key(k)?, v));
+        }
+        Ok(out)
+    }
     /// Connects to `url` (see the module docs for the accepted form), then
     /// creates or migrates the schema and upgrades the key layout
     /// ([`crate::keyspace`]).
@@ -481,36 +521,8 @@ impl KvStore for PostgresStore {
         prefix: &str,
         limit: usize,
     ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let client = self.client().await?;
         let from = prefix.as_bytes();
-        let rows = match successor(from) {
-            Some(to) => {
-                let st = client
-                    .prepare_cached(&self.sql.scan_range)
-                    .await
-                    .map_err(self.err("prepare"))?;
-                client.query(&st, &[&from, &to, &limit]).await
-            }
-            None => {
-                let st = client
-                    .prepare_cached(&self.sql.scan_from)
-                    .await
-                    .map_err(self.err("prepare"))?;
-                client.query(&st, &[&from, &limit]).await
-            }
-        }
-        .map_err(self.err("scan"))?;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in rows {
-            let k: Vec<u8> = r.try_get(0).map_err(self.err("scan"))?;
-            let v: Vec<u8> = r.try_get(1).map_err(self.err("scan"))?;
-            out.push((self.decode_key(k)?, v));
-        }
-        Ok(out)
+        self.scan(from, successor(from).as_deref(), limit).await
     }
 
     async fn scan_range(
@@ -519,36 +531,11 @@ impl KvStore for PostgresStore {
         end: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        if limit == 0 || end.is_some_and(|e| e <= start) {
+        if end.is_some_and(|e| e <= start) {
             return Ok(Vec::new());
         }
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let client = self.client().await?;
-        let from = start.as_bytes();
-        let rows = match end {
-            Some(to) => {
-                let st = client
-                    .prepare_cached(&self.sql.scan_range)
-                    .await
-                    .map_err(self.err("prepare"))?;
-                client.query(&st, &[&from, &to.as_bytes(), &limit]).await
-            }
-            None => {
-                let st = client
-                    .prepare_cached(&self.sql.scan_from)
-                    .await
-                    .map_err(self.err("prepare"))?;
-                client.query(&st, &[&from, &limit]).await
-            }
-        }
-        .map_err(self.err("scan"))?;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in rows {
-            let k: Vec<u8> = r.try_get(0).map_err(self.err("scan"))?;
-            let v: Vec<u8> = r.try_get(1).map_err(self.err("scan"))?;
-            out.push((self.decode_key(k)?, v));
-        }
-        Ok(out)
+        self.scan(start.as_bytes(), end.map(str::as_bytes), limit)
+            .await
     }
 
     fn backend(&self) -> &'static str {

@@ -30,7 +30,7 @@ pub struct GateError {
     /// Class.
     pub kind: GateErrorKind,
     /// Protocol code.
-    pub code: String,
+    pub code: ErrorCode,
     /// For people.
     pub message: String,
     /// Machine-readable details (a JSON object).
@@ -40,16 +40,36 @@ pub struct GateError {
 impl GateError {
     pub(crate) fn new(
         kind: GateErrorKind,
-        code: &str,
+        code: ErrorCode,
         message: impl Into<String>,
         details: Value,
     ) -> Self {
         Self {
             kind,
-            code: code.to_owned(),
+            code,
             message: message.into(),
             details,
         }
+    }
+
+    /// A failure a provider (or a recorded outcome) reported with the code
+    /// `code`: a protocol code stays itself; anything else (a node pack's
+    /// own code, relayed by a node-pack tool) is `node_failed`, with the
+    /// provider's code kept as `details.toolCode`.
+    pub(crate) fn reported(code: &str, message: impl Into<String>, details: Value) -> Self {
+        let (code, details) = match ErrorCode::parse(code) {
+            Some(c) => (c, details),
+            None => {
+                let mut d = match details {
+                    Value::Object(m) => m,
+                    Value::Null => serde_json::Map::new(),
+                    other => [("details".to_owned(), other)].into_iter().collect(),
+                };
+                d.insert("toolCode".to_owned(), json!(code));
+                (ErrorCode::NodeFailed, Value::Object(d))
+            }
+        };
+        Self::new(GateErrorKind::Failed, code, message, details)
     }
 
     pub(crate) fn as_json(&self) -> Value {
@@ -60,7 +80,7 @@ impl GateError {
 pub(crate) fn unreachable_error() -> GateError {
     GateError::new(
         GateErrorKind::Failed,
-        ErrorCode::InternalError.as_str(),
+        ErrorCode::InternalError,
         "internal error",
         Value::Null,
     )
@@ -69,7 +89,7 @@ pub(crate) fn unreachable_error() -> GateError {
 pub(crate) fn not_found(tool_id: &str) -> GateError {
     GateError::new(
         GateErrorKind::NotFound,
-        ErrorCode::NotFound.as_str(),
+        ErrorCode::NotFound,
         format!("no tool `{tool_id}` is available to this caller"),
         json!({"toolName": tool_id}),
     )
@@ -81,7 +101,7 @@ pub(crate) fn denial_error(tool_id: &str, d: Denial) -> (ToolStatus, GateError) 
             ToolStatus::Forbidden,
             GateError::new(
                 GateErrorKind::Forbidden,
-                ErrorCode::Forbidden.as_str(),
+                ErrorCode::Forbidden,
                 message,
                 json!({"scope": "tool", "toolName": tool_id, "requiredScopes": required, "reason": reason}),
             ),
@@ -130,8 +150,7 @@ pub(crate) fn recorded_error(e: &Value, effect_id: &str) -> GateError {
         .as_str()
         .unwrap_or(ErrorCode::UpstreamUnavailable.as_str());
     let message = e["message"].as_str().unwrap_or("the tool failed");
-    GateError::new(
-        GateErrorKind::Failed,
+    GateError::reported(
         code,
         message.to_owned(),
         replayed_details(&e["details"], effect_id),
@@ -157,7 +176,7 @@ fn replayed_details(recorded: &Value, effect_id: &str) -> Value {
 pub(crate) fn unknown_outcome(rec: &EffectRecord) -> GateError {
     GateError::new(
         GateErrorKind::Failed,
-        ErrorCode::EffectOutcomeUnknown.as_str(),
+        ErrorCode::EffectOutcomeUnknown,
         format!(
             "the outcome of effect {} on tool `{}` is unknown (the call was sent but never answered, or its executor died); it will not be re-fired automatically. Check the provider, then run `wop effects resolve {} --as completed|released`",
             rec.effect_id, rec.tool_id, rec.effect_id
@@ -189,8 +208,24 @@ mod tests {
                 "e",
             );
             assert_eq!(e.details, want);
-            assert_eq!(e.code, "mcp_error");
+            assert_eq!(e.code, ErrorCode::McpError);
             assert!(e.details.get("details").is_none(), "no nesting");
         }
+    }
+
+    #[test]
+    fn reported_codes_are_typed_and_foreign_ones_kept_in_details() {
+        let e = GateError::reported("rate_limited", "slow down", json!({"a": 1}));
+        assert_eq!(e.code, ErrorCode::RateLimited);
+        assert_eq!(e.details, json!({"a": 1}));
+        // A node pack's own code, relayed by a node-pack tool.
+        let e = GateError::reported("crm.down", "no CRM", json!({"a": 1}));
+        assert_eq!(e.code, ErrorCode::NodeFailed);
+        assert_eq!(e.details, json!({"a": 1, "toolCode": "crm.down"}));
+        let e = GateError::reported("x", "m", Value::Null);
+        assert_eq!(e.details, json!({"toolCode": "x"}));
+        let e = GateError::reported("x", "m", json!([1]));
+        assert_eq!(e.details, json!({"details": [1], "toolCode": "x"}));
+        assert_eq!(e.as_json()["code"], "node_failed");
     }
 }

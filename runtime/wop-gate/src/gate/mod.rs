@@ -128,13 +128,10 @@ pub struct Gate {
 const EVENT_OUTCOME_PREVIEW: usize = 4096;
 
 fn call_id(ctx: &RunContext, seq: u32) -> String {
-    use sha2::Digest;
-    let mut h = sha2::Sha256::new();
-    h.update(format!(
-        "{}\0{}\0{}\0{}\0{}",
-        ctx.tenant_id, ctx.run_id, ctx.node_id, ctx.attempt, seq
-    ));
-    format!("call_{}", hex::encode(&h.finalize()[..12]))
+    let (attempt, seq) = (ctx.attempt.to_string(), seq.to_string());
+    let parts = [&ctx.tenant_id, &ctx.run_id, &ctx.node_id, &attempt, &seq].map(|s| s.as_bytes());
+    let h = wop_core::digest::tagged("wop:call:v1", &parts);
+    format!("call_{}", hex::encode(&h[..12]))
 }
 
 fn preview(v: &Value) -> Value {

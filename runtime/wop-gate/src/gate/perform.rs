@@ -6,6 +6,7 @@ use super::{CallReceipt, CallScope, CallSite, Gate, GateError, GateErrorKind, Re
 use crate::tools::{RegisteredTool, ReplayPolicy, ToolCall, ToolFailure};
 use serde_json::{Value, json};
 use std::time::Instant;
+use wop_core::breach::BreachKind;
 use wop_core::error::ErrorCode;
 use wop_core::events::ToolStatus;
 use wop_effects::effects::{Begin, ClaimRequest, EffectRecord, Keying};
@@ -36,7 +37,7 @@ impl Gate {
             let ms = u64::try_from(retry.as_millis()).unwrap_or(u64::MAX);
             let r = Err(GateError::new(
                 GateErrorKind::RateLimited,
-                ErrorCode::RateLimited.as_str(),
+                ErrorCode::RateLimited,
                 format!("tool `{tool_id}` is rate limited for this principal; retry in {ms} ms"),
                 json!({"toolName": tool_id, "retryAfterMs": ms}),
             ));
@@ -81,14 +82,14 @@ impl Gate {
         let most = self.cfg.max_records_per_invocation;
         if counters.records >= most {
             events.push(wop_core::events::Event::CapBreached {
-                kind: "effect-records".to_owned(),
+                kind: BreachKind::EffectRecords,
                 limit: u64::from(most),
                 observed: u64::from(most) + 1,
                 node_id: site.context.node_id.clone(),
             });
             let r = Err(GateError::new(
                 GateErrorKind::Failed,
-                ErrorCode::EffectRecordsExceeded.as_str(),
+                ErrorCode::EffectRecordsExceeded,
                 format!(
                     "this invocation already made {most} effectful calls, the most one invocation may \
                      (policy effects.maxRecordsPerInvocation); `{tool_id}` was not performed"
@@ -142,7 +143,7 @@ impl Gate {
                 // Fail closed: without a durable claim the effect never fires.
                 let r = Err(GateError::new(
                     GateErrorKind::Failed,
-                    ErrorCode::InternalError.as_str(),
+                    ErrorCode::InternalError,
                     format!("the effect could not be claimed, so it was not performed: {e}"),
                     json!({"effectId": effect_id}),
                 ));
@@ -195,7 +196,7 @@ impl Gate {
             Begin::Mismatch { .. } => {
                 let r = Err(GateError::new(
                     GateErrorKind::Conflict,
-                    ErrorCode::IdempotencyKeyMismatch.as_str(),
+                    ErrorCode::IdempotencyKeyMismatch,
                     "this effect was already claimed with different arguments; use a new idempotency key",
                     json!({"effectId": effect_id, "toolName": tool_id}),
                 ));
@@ -208,7 +209,7 @@ impl Gate {
                 let retry = lease_expires_at_ms.saturating_sub(wop_effects::effects::now_ms());
                 let r = Err(GateError::new(
                     GateErrorKind::Conflict,
-                    ErrorCode::IdempotencyInFlight.as_str(),
+                    ErrorCode::IdempotencyInFlight,
                     "another execution is performing this effect right now; retry later",
                     json!({"effectId": effect_id, "toolName": tool_id, "retryable": true, "retryAfterMs": retry}),
                 ));
@@ -247,7 +248,7 @@ impl Gate {
                 events.extend(ev);
                 Err(GateError::new(
                     GateErrorKind::BudgetExhausted,
-                    ErrorCode::BudgetExhausted.as_str(),
+                    ErrorCode::BudgetExhausted,
                     format!(
                         "the run's {} budget would be exceeded by this call ({} > {}); it was not performed",
                         x.dimension.as_str(),
@@ -260,7 +261,7 @@ impl Gate {
             // Fail closed: without a charge the call does not run.
             Err(e) => Err(GateError::new(
                 GateErrorKind::Failed,
-                ErrorCode::InternalError.as_str(),
+                ErrorCode::InternalError,
                 format!(
                     "the run's budget could not be checked, so the call was not performed: {e}"
                 ),
@@ -279,7 +280,7 @@ impl Gate {
         events: &mut dyn crate::audit::Audit,
     ) {
         if let Err(e) = r
-            && e.code == ErrorCode::ToolResultTooLarge.as_str()
+            && e.code == ErrorCode::ToolResultTooLarge
         {
             let observed = e
                 .details
@@ -287,7 +288,7 @@ impl Gate {
                 .and_then(Value::as_u64)
                 .unwrap_or(self.cfg.max_result_bytes.saturating_add(1));
             events.push(wop_core::events::Event::CapBreached {
-                kind: "tool-result-bytes".to_owned(),
+                kind: BreachKind::ToolResultBytes,
                 limit: self.cfg.max_result_bytes,
                 observed,
                 node_id: site.context.node_id.clone(),
@@ -303,7 +304,7 @@ impl Gate {
                 if n > self.cfg.max_result_bytes {
                     return Err(GateError::new(
                         GateErrorKind::Failed,
-                        ErrorCode::ToolResultTooLarge.as_str(),
+                        ErrorCode::ToolResultTooLarge,
                         format!(
                             "the tool's result is {n} bytes; the cap is {} (policy effects.maxResultBytes)",
                             self.cfg.max_result_bytes
@@ -313,8 +314,7 @@ impl Gate {
                 }
                 Ok(v)
             }
-            Err(f) => Err(GateError::new(
-                GateErrorKind::Failed,
+            Err(f) => Err(GateError::reported(
                 &f.code,
                 f.message,
                 f.details.unwrap_or(Value::Null),

@@ -14,8 +14,8 @@ Usage: fake_stdio.py MODE [VERSION]
   mute       - reads everything, answers nothing (not even the handshake)
   badutf8    - legacy; tools/call answers a line with invalid UTF-8 in a string
 Tool "env" answers the process environment and cwd; tool "fail" answers
-isError: true; tool "rpcerror" answers a JSON-RPC error (-32000). Every
-other tools/call answer echoes params (incl. _meta) in structuredContent.
+isError: true; tool "rpcerror" answers a JSON-RPC error (-32000); tool "pad"
+answers a text of `arguments.bytes` x's. Every other tools/call answer echoes params (incl. _meta) in structuredContent.
 
 Environment (set through the server's `env` in the policy):
   FAKE_MCP_START_DELAY_MS  sleep this long before reading anything (a slow start)
@@ -92,6 +92,10 @@ def call_tool(rid, params):
         sys.exit(3)
     if params.get("name") == "env":
         result(rid, {"content": [], "structuredContent": {"env": dict(os.environ), "cwd": os.getcwd()}})
+        return
+    if params.get("name") == "pad":
+        n = int((params.get("arguments") or {}).get("bytes", 0))
+        result(rid, {"content": [{"type": "text", "text": "x" * n}], "isError": False})
         return
     if params.get("name") == "fail":
         result(rid, {"content": [{"type": "text", "text": "tool failed"}], "isError": True})

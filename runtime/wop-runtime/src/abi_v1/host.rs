@@ -5,9 +5,10 @@
 //! recorded fault (classified as `sandbox_invocation_error`), never the host.
 
 use super::imports::AbiImport;
-use crate::sandbox::{Sandbox, SandboxState};
+use crate::sandbox::{Loop, Sandbox, SandboxState};
 use serde_json::{Map, Value};
 use wasmtime::{Caller, Extern, Memory, Val};
+use wop_core::breach::BreachKind;
 use wop_core::classify::Fault;
 use wop_core::events::LogLevel;
 use wop_core::logbuf::with_log;
@@ -99,7 +100,7 @@ pub(crate) enum HostFn {
 }
 
 /// Per-invocation store data of a core module. Dropped with the store.
-pub(crate) struct CoreState {
+pub(crate) struct AbiV1State {
     /// The sandbox every pack kind shares.
     pub sb: Sandbox,
     /// The host-provided memory (`env.memory`), if the module imports one.
@@ -123,7 +124,36 @@ pub(crate) struct CoreState {
     pub reentry: u32,
 }
 
-impl SandboxState for CoreState {
+/// What a node invocation hands the module: the variables and channels it
+/// may read and write, and the value to resume with.
+#[derive(Debug, Default)]
+pub(crate) struct NodeState {
+    /// Variables visible to `openwop_variable_get/set`.
+    pub variables: Map<String, Value>,
+    /// Channels visible to `openwop_channel_read/write`.
+    pub channels: Map<String, Value>,
+    /// The resume value for the first `openwop_interrupt` call.
+    pub resume: Option<Value>,
+}
+
+impl AbiV1State {
+    /// The store data of one execution.
+    pub(crate) fn new(sb: Sandbox, node: NodeState) -> Self {
+        Self {
+            sb,
+            memory: None,
+            variables: node.variables,
+            channels: node.channels,
+            state_bytes: 0,
+            resume: node.resume,
+            suspended: None,
+            response_bytes: 0,
+            reentry: 0,
+        }
+    }
+}
+
+impl SandboxState for AbiV1State {
     fn sandbox(&self) -> &Sandbox {
         &self.sb
     }
@@ -135,11 +165,7 @@ impl SandboxState for CoreState {
     }
 }
 
-impl CoreState {
-    fn count(&mut self, iface: &'static str) {
-        self.sb.count(iface);
-    }
-
+impl AbiV1State {
     /// Records a fault (the first one wins) and returns the trap to raise.
     pub(crate) fn fault(&mut self, fault: Fault) -> wasmtime::Error {
         self.sb.fault(fault)
@@ -163,7 +189,7 @@ impl CoreState {
 pub(crate) const SUSPENDED: &str = "wop: node suspended through openwop_interrupt";
 
 /// The module's memory: the host-provided one, else its `memory` export.
-pub(crate) fn memory_of(caller: &mut Caller<'_, CoreState>) -> wasmtime::Result<Memory> {
+pub(crate) fn memory_of(caller: &mut Caller<'_, AbiV1State>) -> wasmtime::Result<Memory> {
     if let Some(m) = caller.data().memory {
         return Ok(m);
     }
@@ -182,7 +208,7 @@ pub(crate) fn in_bounds(ptr: u32, len: u32, size: usize) -> bool {
 
 /// Copies `[ptr, ptr+len)` out of guest memory after a bounds check.
 fn read(
-    caller: &mut Caller<'_, CoreState>,
+    caller: &mut Caller<'_, AbiV1State>,
     what: &str,
     ptr: u32,
     len: u32,
@@ -201,7 +227,7 @@ fn read(
 
 /// Hands bytes to the module: `openwop_alloc(len)` in the guest, a bounds
 /// check of what it returned, then a copy. The module frees the buffer.
-async fn give(caller: &mut Caller<'_, CoreState>, bytes: &[u8]) -> wasmtime::Result<(u32, u32)> {
+async fn give(caller: &mut Caller<'_, AbiV1State>, bytes: &[u8]) -> wasmtime::Result<(u32, u32)> {
     let len = u32::try_from(bytes.len()).map_err(|_| {
         caller
             .data_mut()
@@ -256,7 +282,11 @@ fn arg(params: &[Val], i: usize) -> u32 {
 }
 
 /// Reads a key or channel name; `None` if it is too long or not UTF-8.
-fn key(caller: &mut Caller<'_, CoreState>, ptr: u32, len: u32) -> wasmtime::Result<Option<String>> {
+fn key(
+    caller: &mut Caller<'_, AbiV1State>,
+    ptr: u32,
+    len: u32,
+) -> wasmtime::Result<Option<String>> {
     if len > MAX_KEY_BYTES {
         // Still bounds-checked: a bad pointer is a fault, not a miss.
         let mem = memory_of(caller)?;
@@ -275,13 +305,16 @@ fn key(caller: &mut Caller<'_, CoreState>, ptr: u32, len: u32) -> wasmtime::Resu
 /// Runs one host function.
 pub(crate) async fn call(
     f: HostFn,
-    mut caller: Caller<'_, CoreState>,
+    mut caller: Caller<'_, AbiV1State>,
     params: &[Val],
     results: &mut [Val],
 ) -> wasmtime::Result<()> {
     let (abi, enc) = match f {
         HostFn::Identity => {
-            caller.data_mut().count("probe");
+            caller
+                .data_mut()
+                .sb
+                .enter("probe", None, 0, Loop::Outside)?;
             if let (Some(r), Some(p)) = (results.first_mut(), params.first()) {
                 *r = *p;
             }
@@ -289,7 +322,12 @@ pub(crate) async fn call(
         }
         HostFn::Abi(a, e) => (a, e),
     };
-    caller.data_mut().count(abi.interface());
+    // Arguments are (ptr, len) pairs read after entry; each read is
+    // bounds-checked and charged as it copies.
+    caller
+        .data_mut()
+        .sb
+        .enter(abi.interface(), Some(abi.capability()), 0, Loop::Outside)?;
     match abi {
         AbiImport::Log => {
             let (level, ptr, len) = (arg(params, 0) as i32, arg(params, 1), arg(params, 2));
@@ -325,11 +363,12 @@ pub(crate) async fn call(
         AbiImport::Random => {
             let (ptr, len) = (arg(params, 0), arg(params, 1));
             if len > MAX_RANDOM {
-                return Err(caller.data_mut().fault(Fault::HostCap {
-                    kind: "random-bytes",
-                    limit: MAX_RANDOM.into(),
-                    observed: len.into(),
-                }));
+                let (limit, observed) = (MAX_RANDOM.into(), len.into());
+                return Err(caller.data_mut().sb.host_cap(
+                    BreachKind::RandomBytes,
+                    limit,
+                    observed,
+                ));
             }
             let mem = memory_of(&mut caller)?;
             let size = mem.data_size(&caller);
@@ -371,14 +410,7 @@ pub(crate) async fn call(
         AbiImport::Interrupt => {
             let enc = enc.unwrap_or(PairEncoding::MultiValue);
             let (ptr, len) = (arg(params, 0), arg(params, 1));
-            let cap = caller.data().sb.limits.host_arg_bytes;
-            if u64::from(len) > cap {
-                return Err(caller.data_mut().fault(Fault::HostCap {
-                    kind: "host-arg-bytes",
-                    limit: cap,
-                    observed: len.into(),
-                }));
-            }
+            caller.data_mut().sb.check_arg(len as usize)?;
             let bytes = read(&mut caller, "openwop_interrupt", ptr, len)?;
             let payload = match serde_json::from_slice::<serde::de::IgnoredAny>(&bytes)
                 .map_err(|e| e.to_string())
@@ -408,7 +440,7 @@ pub(crate) async fn call(
 
 /// `openwop_variable_set` / `openwop_channel_write`: the status code.
 fn set(
-    caller: &mut Caller<'_, CoreState>,
+    caller: &mut Caller<'_, AbiV1State>,
     abi: AbiImport,
     params: &[Val],
 ) -> wasmtime::Result<i32> {

@@ -150,7 +150,7 @@ pub fn requested_by_imports<'a>(
 
 /// The verdict on one core-module import.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CoreVerdict {
+pub enum AbiV1Verdict {
     /// `env.memory`: provided by the host with the cap as its maximum.
     HostMemory,
     /// An ABI host function that is granted (base or by grant).
@@ -167,7 +167,7 @@ pub enum CoreVerdict {
     Unknown(String),
 }
 
-impl CoreVerdict {
+impl AbiV1Verdict {
     /// The verdict string shown by `wop inspect`.
     pub fn label(&self) -> String {
         match self {
@@ -232,29 +232,29 @@ pub fn judge(
     name: &str,
     kind: ImportKind,
     granted: &BTreeSet<String>,
-) -> CoreVerdict {
+) -> AbiV1Verdict {
     let full = || format!("{module}.{name}");
     match kind {
         ImportKind::Memory { is_64, shared } => {
             if module == "env" && name == "memory" && !is_64 && !shared {
-                CoreVerdict::HostMemory
+                AbiV1Verdict::HostMemory
             } else {
-                CoreVerdict::Unknown(full())
+                AbiV1Verdict::Unknown(full())
             }
         }
-        ImportKind::Other => CoreVerdict::Unknown(full()),
+        ImportKind::Other => AbiV1Verdict::Unknown(full()),
         ImportKind::Func if module == OPENWOP_MODULE => {
             if !granted.contains(name) {
-                return CoreVerdict::NotGranted(name.to_owned());
+                return AbiV1Verdict::NotGranted(name.to_owned());
             }
             match AbiImport::from_name(name) {
-                Some(a) => CoreVerdict::Abi(a),
-                None => CoreVerdict::Named(name.to_owned()),
+                Some(a) => AbiV1Verdict::Abi(a),
+                None => AbiV1Verdict::Named(name.to_owned()),
             }
         }
         ImportKind::Func => match escape_kind(name) {
-            Some(k) => CoreVerdict::Escape(k),
-            None => CoreVerdict::Unknown(full()),
+            Some(k) => AbiV1Verdict::Escape(k),
+            None => AbiV1Verdict::Unknown(full()),
         },
     }
 }
@@ -262,7 +262,7 @@ pub fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use CoreVerdict as V;
+    use AbiV1Verdict as V;
     use EscapeKind::*;
 
     const F: ImportKind = ImportKind::Func;
@@ -276,7 +276,7 @@ mod tests {
         let mut granted = granted_names(&caps);
         granted.insert("host_fetch".to_owned());
         let mem = |is_64, shared| ImportKind::Memory { is_64, shared };
-        let cases: &[(&str, &str, ImportKind, CoreVerdict)] = &[
+        let cases: &[(&str, &str, ImportKind, AbiV1Verdict)] = &[
             ("wasi_snapshot_preview1", "fd_write", F, V::Escape(HostFs)),
             (
                 "wasi_snapshot_preview1",

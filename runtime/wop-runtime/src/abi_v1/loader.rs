@@ -3,9 +3,9 @@
 //! the ABI, and link the host functions with the exact types the module
 //! declared (multi-value or packed `i64` per function).
 
-use super::host::{CoreState, HostFn, PairEncoding};
-use super::imports::{AbiImport, CoreVerdict, ImportKind, judge};
-use super::invoke::{AbiExports, Linked};
+use super::execute::{AbiExports, Linked};
+use super::host::{AbiV1State, HostFn, PairEncoding};
+use super::imports::{AbiImport, AbiV1Verdict, ImportKind, judge};
 use std::collections::BTreeSet;
 use wasmtime::{Engine, ExternType, FuncType, Linker, MemoryType, Module, ValType};
 use wop_core::error::{ErrorCode, LoadError};
@@ -43,7 +43,7 @@ pub(crate) struct Judged {
     pub module: String,
     pub name: String,
     pub ty: ExternType,
-    pub verdict: CoreVerdict,
+    pub verdict: AbiV1Verdict,
 }
 
 /// The gate's result: every import judged, and the first refusal.
@@ -75,15 +75,15 @@ pub(crate) fn gate(module: &Module, granted: &BTreeSet<String>) -> GateResult {
         let full = format!("{}.{}", imp.module(), imp.name());
         if refusal.is_none() {
             refusal = match &verdict {
-                CoreVerdict::Escape(k) => Some(LoadError::Escape {
+                AbiV1Verdict::Escape(k) => Some(LoadError::Escape {
                     kind: k.as_str(),
                     import: full.clone(),
                 }),
-                CoreVerdict::NotGranted(name) => Some(LoadError::CapabilityDenied {
+                AbiV1Verdict::NotGranted(name) => Some(LoadError::CapabilityDenied {
                     import: name.clone(),
                     grant: AbiImport::from_name(name).map(|a| a.capability().as_str().to_owned()),
                 }),
-                CoreVerdict::Unknown(name) => Some(LoadError::CapabilityDenied {
+                AbiV1Verdict::Unknown(name) => Some(LoadError::CapabilityDenied {
                     import: name.clone(),
                     grant: None,
                 }),
@@ -217,18 +217,18 @@ pub(crate) fn link(
     limits: &Limits,
     mode: Mode,
 ) -> Result<(Linked, Option<String>), LoadError> {
-    let mut linker: Linker<CoreState> = Linker::new(engine);
+    let mut linker: Linker<AbiV1State> = Linker::new(engine);
     let mut mem_ty = None;
     for j in judged {
         match (&j.verdict, &j.ty) {
-            (CoreVerdict::HostMemory, ExternType::Memory(m)) => {
+            (AbiV1Verdict::HostMemory, ExternType::Memory(m)) => {
                 mem_ty = Some(host_memory(m, limits));
             }
-            (CoreVerdict::Abi(_) | CoreVerdict::Named(_), ExternType::Func(ft)) => {
+            (AbiV1Verdict::Abi(_) | AbiV1Verdict::Named(_), ExternType::Func(ft)) => {
                 let s = sig(ft);
                 let f = match (&j.verdict, mode) {
                     (_, Mode::Probe) if s == "i:i" => HostFn::Identity,
-                    (CoreVerdict::Abi(a), _) => abi_fn(*a, &s).ok_or_else(|| {
+                    (AbiV1Verdict::Abi(a), _) => abi_fn(*a, &s).ok_or_else(|| {
                         invalid(format!(
                             "import {}.{} is declared {} but the ABI defines it as {}",
                             j.module,

@@ -1,17 +1,20 @@
 //! Probe mode (`wop probe`): calls one export of a core module with one
 //! i32 (or none) under the sandbox contract and reports one JSON line.
 
+use super::execute::{AbiCall, AbiReturned, execute};
+use super::host::NodeState;
 use super::imports;
-use super::invoke::{CoreCall, CoreReturned, Setup, execute};
 use super::loader::{self, Mode};
-use serde_json::{Map, Value, json};
+use crate::env::{RunEnv, internal_context};
+use crate::sandbox::Grants;
+use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::sync::atomic::AtomicU64;
 use wop_core::capability::Capability;
 use wop_core::error::{ErrorCode, LoadError, NodeError};
 use wop_core::events::Event;
 use wop_core::limits::Limits;
-use wop_core::replay::Seed;
+use wop_core::model::Principal;
 
 /// Options of probe mode (`wop probe`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,38 +170,34 @@ pub async fn probe(wasm: &[u8], opts: &ProbeOptions) -> Result<ProbeReport, Prob
             )));
         }
     }
-    let gate = loader::gate(&module, &probe_grants(&opts.allow));
+    let allowed = probe_grants(&opts.allow);
+    let gate = loader::gate(&module, &allowed);
     if let Some(r) = gate.refusal {
         return Ok(refused(r));
     }
+    // Host calls may use the capabilities of the ABI imports allowed.
+    let caps: Vec<Capability> = imports::AbiImport::ALL
+        .into_iter()
+        .filter(|a| allowed.contains(a.name()))
+        .map(imports::AbiImport::capability)
+        .collect();
+    let grants = Grants::of(&caps);
     let (linked, _) = match loader::link(engine, &module, &gate.judged, &limits, Mode::Probe) {
         Ok(l) => l,
         Err(e) => return Ok(refused(e)),
     };
     let counter = AtomicU64::new(0);
-    let exec = execute(
-        Setup {
-            linked: &linked,
-            limits,
-            seed: Seed::new("wop:probe", "probe", 1),
-            node_id: "probe".to_owned(),
-            variables: Map::new(),
-            channels: Map::new(),
-            resume: None,
-            instantiations: Some(&counter),
-            binding: Default::default(),
-            breakdown: false,
-            tap: None,
-        },
-        CoreCall::Probe {
-            entry: opts.entry.clone(),
-            arg: opts.arg,
-        },
-    )
-    .await;
+    let context = internal_context("wop:probe", "probe");
+    let principal = Principal::default();
+    let env = RunEnv::internal(&context, &principal, limits, Some(&counter));
+    let call = AbiCall::Probe {
+        entry: opts.entry.clone(),
+        arg: opts.arg,
+    };
+    let exec = execute(&linked, &env, grants, NodeState::default(), call).await;
     let verdict = match exec.result {
-        Ok(CoreReturned::Probe(v)) => ProbeVerdict::Ok(v.as_ref().map_or(Value::Null, val_json)),
-        Ok(CoreReturned::Suspended(_)) | Ok(_) => ProbeVerdict::Failed(NodeError::runtime(
+        Ok(AbiReturned::Probe(v)) => ProbeVerdict::Ok(v.as_ref().map_or(Value::Null, val_json)),
+        Ok(AbiReturned::Suspended(_)) | Ok(_) => ProbeVerdict::Failed(NodeError::runtime(
             ErrorCode::SandboxInvocationError,
             "the probe did not return",
             Default::default(),

@@ -1,7 +1,9 @@
-//! Building a [`Runtime`] from its configuration: the config, the gate and `new`.
+//! Building a [`super::Runtime`] from its configuration: the config, the gate
+//! and the parts a runtime holds.
 
-use super::{Inner, Nested, Runtime};
-use crate::cache::CompileCache;
+use super::Inner;
+use crate::component::Components;
+use crate::kind::Kinds;
 use crate::registry::Registry;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
@@ -14,13 +16,13 @@ use wop_effects::Meter;
 use wop_effects::effects::{EffectTimings, Effects};
 use wop_effects::store::KvStore;
 use wop_gate::http_tool::HttpTool;
-use wop_gate::pack_tool::{InvokerSlot, NodeInvoker, PackTool};
+use wop_gate::pack_tool::{InvokerSlot, PackTool};
 use wop_gate::tools::{
     Egress, RegisteredTool, ToolAuth, ToolDescriptor, ToolProvider, ToolRegistry, ToolSource,
 };
 use wop_gate::{Gate, GateConfig};
 
-/// How to build a [`Runtime`].
+/// How to build a [`Runtime`](super::Runtime).
 #[derive(Clone, Default)]
 pub struct RuntimeConfig {
     policy: Policy,
@@ -174,47 +176,35 @@ fn build_gate(config: &RuntimeConfig, me: &InvokerSlot) -> Result<Gate, ConfigEr
     ))
 }
 
-impl Runtime {
-    /// Builds a runtime. The wasm engine is created once per process and
-    /// shared by every runtime.
-    pub fn new(config: &RuntimeConfig) -> Result<Runtime, ConfigError> {
-        let engine = crate::engine::engine()?;
-        let linker = crate::host::linker(engine)
-            .map_err(|e| ConfigError::Engine(format!("cannot link host interfaces: {e:#}")))?;
-        if let Some(d) = &config.cache_dir {
-            std::fs::create_dir_all(d).map_err(|e| {
-                ConfigError::Io(format!("cannot create cache dir {}: {e}", d.display()))
-            })?;
-        }
-        let me: InvokerSlot = Arc::new(OnceLock::new());
-        let gate = Arc::new(build_gate(config, &me)?);
-        let mcp = wop_gate::mcp::McpGateway::new(config.policy.mcp.servers.clone())
-            .map_err(ConfigError::Policy)?;
-        let meter = Meter::new(gate.effects().kv().clone(), config.policy.prices.clone());
-        let rt = Runtime {
-            inner: Arc::new(Inner {
-                gate,
-                egress: Arc::new(wop_gate::Egress::new(
-                    config.policy.egress.settings(),
-                    config.resolver.clone(),
-                )),
-                meter,
-                engine,
-                fingerprint: crate::engine::fingerprint(engine),
-                linker,
-                cache: CompileCache::new(config.cache_dir.clone()),
-                policy: config.policy.clone(),
-                sink: config.sink.clone(),
-                registry: Registry::default(),
-                instantiations: AtomicU64::new(0),
-                nested: OnceLock::new(),
-                mcp: Arc::new(mcp),
-            }),
-        };
-        let invoker: Arc<dyn NodeInvoker> = Arc::new(Nested(Arc::downgrade(&rt.inner)));
-        let _ = me.set(Arc::downgrade(&invoker));
-        // The slot holds a weak link; keep the invoker alive with the runtime.
-        let _ = rt.inner.nested.set(invoker);
-        Ok(rt)
+/// Everything a runtime holds, and the slot its node-pack tools reach it
+/// through (filled by [`super::Runtime::new`] once the runtime exists).
+pub(super) fn inner(config: &RuntimeConfig) -> Result<(Inner, InvokerSlot), ConfigError> {
+    let engine = crate::engine::engine()?;
+    let components = Components::new(engine, config.cache_dir.clone())?;
+    if let Some(d) = &config.cache_dir {
+        std::fs::create_dir_all(d).map_err(|e| {
+            ConfigError::Io(format!("cannot create cache dir {}: {e}", d.display()))
+        })?;
     }
+    let me: InvokerSlot = Arc::new(OnceLock::new());
+    let gate = Arc::new(build_gate(config, &me)?);
+    let mcp = wop_gate::mcp::McpGateway::new(config.policy.mcp.servers.clone())
+        .map_err(ConfigError::Policy)?;
+    let meter = Meter::new(gate.effects().kv().clone(), config.policy.prices.clone());
+    let inner = Inner {
+        gate,
+        egress: Arc::new(wop_gate::Egress::new(
+            config.policy.egress.settings(),
+            config.resolver.clone(),
+        )),
+        meter,
+        kinds: Kinds { components },
+        policy: config.policy.clone(),
+        sink: config.sink.clone(),
+        registry: Registry::default(),
+        instantiations: AtomicU64::new(0),
+        nested: OnceLock::new(),
+        mcp: Arc::new(mcp),
+    };
+    Ok((inner, me))
 }

@@ -1,21 +1,22 @@
-//! The embedder API: [`Runtime`], built from a [`RuntimeConfig`].
+//! The embedder API: [`Runtime`], built from a [`RuntimeConfig`]. This
+//! file holds the facade's loading and read-only calls; the invoke path
+//! (admit → `pack.invoke` → settle) is in `invoke.rs`.
 
-use crate::cache::{CacheStats, CompileCache};
-use crate::registry::Registry;
-use crate::state::HostState;
+use crate::cache::CacheStats;
+use crate::capability_doc::CapabilityDocument;
+use crate::env::LoadEnv;
+use crate::kind::{Kinds, PackKind};
+use crate::registry::{PackSummary, Registry};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
-use wasmtime::Engine;
-use wasmtime::component::Linker;
 use wop_core::budget::{Ledger, Rollup};
-use wop_core::capability::Capability;
-use wop_core::error::{ErrorCode, NodeError};
+use wop_core::error::{ConfigError, ErrorCode, LoadError, NodeError};
 use wop_core::events::EventSink;
-use wop_core::limits::Limits;
 use wop_core::model::{InvocationReport, InvokeRequest, Principal, Usage};
+use wop_core::pack::Inspection;
 use wop_core::policy::Policy;
 use wop_effects::effects::{EffectError, EffectState, EffectSummary};
 use wop_effects::{Meter, MeterError, UsageScope};
@@ -24,27 +25,10 @@ use wop_gate::pack_tool::NodeInvoker;
 use wop_gate::tools::ToolDescriptor;
 
 mod build;
-mod invocation;
+mod invoke;
 mod live;
-mod load;
 
 pub use build::RuntimeConfig;
-
-/// A summary of a loaded pack.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PackSummary {
-    /// Pack name.
-    pub name: String,
-    /// Pack version.
-    pub version: String,
-    /// The node types it registered.
-    pub type_ids: Vec<String>,
-    /// Effective capabilities.
-    pub capabilities: BTreeSet<Capability>,
-    /// Effective limits.
-    pub limits: Limits,
-}
 
 /// What [`Runtime::load_packs_dir`] did with each pack of a directory.
 #[derive(Debug, Default)]
@@ -65,14 +49,13 @@ pub struct RuntimeStats {
     pub instantiations: u64,
 }
 
+/// What a runtime holds; shared by its clones.
 pub(crate) struct Inner {
     gate: Arc<Gate>,
     egress: Arc<wop_gate::Egress>,
     meter: Meter,
-    engine: &'static Engine,
-    fingerprint: String,
-    linker: Linker<HostState>,
-    cache: CompileCache,
+    /// What each pack kind keeps between loads.
+    kinds: Kinds,
     policy: Policy,
     sink: Option<Arc<dyn EventSink>>,
     /// typeId → pack, both pack kinds.
@@ -128,6 +111,113 @@ pub struct Runtime {
 }
 
 impl Runtime {
+    /// Builds a runtime. The wasm engine is created once per process and
+    /// shared by every runtime.
+    pub fn new(config: &RuntimeConfig) -> Result<Runtime, ConfigError> {
+        let (inner, slot) = build::inner(config)?;
+        let rt = Runtime {
+            inner: Arc::new(inner),
+        };
+        let invoker: Arc<dyn NodeInvoker> = Arc::new(Nested(Arc::downgrade(&rt.inner)));
+        let _ = slot.set(Arc::downgrade(&invoker));
+        // The slot holds a weak link; keep the invoker alive with the runtime.
+        let _ = rt.inner.nested.set(invoker);
+        Ok(rt)
+    }
+
+    fn load_env(&self) -> LoadEnv<'_> {
+        let i = &self.inner;
+        LoadEnv {
+            policy: &i.policy,
+            instantiations: &i.instantiations,
+            gate: &i.gate,
+            egress: &i.egress,
+            mcp: &i.mcp,
+            meter: &i.meter,
+        }
+    }
+
+    /// Whether the per-host-call breakdown is recorded (policy
+    /// `[metering] hostCallBreakdown`, on by default).
+    fn breakdown(&self) -> bool {
+        self.inner
+            .policy
+            .metering
+            .host_call_breakdown
+            .unwrap_or(true)
+    }
+
+    /// Validates a pack and judges its imports without running any of its
+    /// code. A pack that would be refused still yields an inspection, with
+    /// the reason in [`Inspection::refusal`].
+    pub async fn inspect_pack(&self, dir: &Path) -> Result<Inspection, LoadError> {
+        PackKind::inspect(dir, &self.load_env(), &self.inner.kinds).await
+    }
+
+    /// Loads a pack directory (or a bare ABI v1 `.wasm`): validates
+    /// `pack.json`, verifies the entry's sha256, compiles (once; cached),
+    /// refuses forbidden or ungranted imports before any code runs, checks
+    /// the pack's own description against the manifest, and registers its
+    /// node types.
+    ///
+    /// Loading a pack of a name already loaded replaces it (a reload); to
+    /// load a directory of packs, where two packs of one name are an error,
+    /// use [`Runtime::load_packs_dir`].
+    pub async fn load_pack(&self, dir: &Path) -> Result<PackSummary, LoadError> {
+        let pack = PackKind::load(dir, &self.load_env(), &self.inner.kinds).await?;
+        self.inner.registry.register(pack)
+    }
+
+    /// Loads every pack in `dir` (its subdirectories and `.wasm` files,
+    /// in path order). Each is prepared as [`Runtime::load_pack`] would;
+    /// then packs are grouped by the name they **declare** (the manifest's
+    /// `name`, or a bare module's `openwop_pack_name`): two or more packs
+    /// declaring one name are all refused (`pack_validation_failed`,
+    /// `details.reason: duplicate-name`), so none silently replaces
+    /// another. A pack refused for its own reason is listed with it. `Err`
+    /// only when `dir` cannot be listed.
+    pub async fn load_packs_dir(&self, dir: &Path) -> Result<PacksDirLoad, LoadError> {
+        let mut out = PacksDirLoad::default();
+        let mut prepared = Vec::new();
+        for entry in pack_entries(dir)? {
+            match PackKind::load(&entry, &self.load_env(), &self.inner.kinds).await {
+                Ok(p) => prepared.push((entry, p)),
+                Err(e) => out.refused.push((entry, e)),
+            }
+        }
+        let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (entry, p) in &prepared {
+            by_name
+                .entry(p.inspection().manifest.name.clone())
+                .or_default()
+                .push(entry.display().to_string());
+        }
+        for (entry, p) in prepared {
+            let name = p.inspection().manifest.name.clone();
+            match by_name.get(&name) {
+                Some(paths) if paths.len() > 1 => out.refused.push((
+                    entry,
+                    LoadError::DuplicateName {
+                        name,
+                        paths: paths.clone(),
+                    },
+                )),
+                _ => match self.inner.registry.register(p) {
+                    Ok(s) => out.loaded.push((entry, s)),
+                    Err(e) => out.refused.push((entry, e)),
+                },
+            }
+        }
+        out.refused.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    /// The capability document: which pack runtimes this runtime runs,
+    /// with what limits, which packs are loaded, and the sandbox contract.
+    pub fn capabilities(&self) -> CapabilityDocument {
+        crate::capability_doc::document(self.inner.policy.limits(), &self.inner.registry)
+    }
+
     /// The gate (tool catalog and effect store).
     pub fn gate(&self) -> &Gate {
         &self.inner.gate
@@ -185,26 +275,19 @@ impl Runtime {
     /// Counters: compilations, cache hits, instantiations.
     pub fn stats(&self) -> RuntimeStats {
         RuntimeStats {
-            cache: self.inner.cache.stats(),
+            cache: self.inner.kinds.components.cache_stats(),
             instantiations: self.inner.instantiations.load(Ordering::Relaxed),
         }
     }
 
     /// The on-disk cache file for an entry sha256 (for operators and tests).
     pub fn cache_path(&self, entry_sha256: &str) -> Option<PathBuf> {
-        self.inner
-            .cache
-            .path_for(entry_sha256, &self.inner.fingerprint)
+        self.inner.kinds.components.cache_path(entry_sha256)
     }
 
-    /// The loaded packs (component and ABI v1 core-module packs).
+    /// The loaded packs (component and ABI v1 packs).
     pub fn packs(&self) -> Vec<PackSummary> {
         self.inner.registry.summaries()
-    }
-
-    /// The registry of loaded packs.
-    pub(crate) fn registry(&self) -> &Registry {
-        &self.inner.registry
     }
 
     /// Usage records in `scope` (every tenant's runs, one tenant's, or one
@@ -232,4 +315,19 @@ impl Runtime {
     pub async fn ledger(&self, tenant: &str, run: &str) -> Result<Option<Ledger>, MeterError> {
         self.inner.meter.ledger(tenant, run).await
     }
+}
+
+/// The pack candidates under `dir`: subdirectories (symlinks to
+/// directories included) and `.wasm` files (whatever their kind: the
+/// bounded reader refuses those that are not regular files), sorted.
+fn pack_entries(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
+    let rd = std::fs::read_dir(dir)
+        .map_err(|e| LoadError::Io(format!("cannot read packs dir {}: {e}", dir.display())))?;
+    let mut v: Vec<PathBuf> = rd
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() || p.extension().is_some_and(|x| x == "wasm"))
+        .collect();
+    v.sort();
+    Ok(v)
 }

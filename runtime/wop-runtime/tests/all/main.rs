@@ -6,6 +6,7 @@ mod abi_v1;
 mod cache;
 mod egress;
 mod filesystem;
+mod fuel_per_byte;
 mod gate;
 mod generated_modules;
 mod hardening;
@@ -53,7 +54,7 @@ pub fn breaches(r: &InvocationReport) -> Vec<String> {
     r.events
         .iter()
         .filter_map(|e| match e {
-            Event::CapBreached { kind, .. } => Some(kind.clone()),
+            Event::CapBreached { kind, .. } => Some(kind.to_string()),
             _ => None,
         })
         .collect()

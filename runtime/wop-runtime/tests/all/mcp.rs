@@ -12,7 +12,7 @@ use wop_runtime::{NodeError, Outcome, Principal, RunContext};
 
 const SETUP: &str = "bash runtime/wop-mcp/tests/setup.sh";
 
-fn skip(test: &str) -> bool {
+pub(super) fn skip(test: &str) -> bool {
     if std::env::var("WOP_MCP_TESTS").as_deref() == Ok("skip") {
         println!("SKIPPED {test}: WOP_MCP_TESTS=skip (unset it and run `{SETUP}`)");
         return true;
@@ -40,7 +40,7 @@ fn everything_js() -> String {
     )
 }
 
-fn fake_stdio() -> String {
+pub(super) fn fake_stdio() -> String {
     need(mcp_tests_dir().join("servers/fake_stdio.py"))
 }
 

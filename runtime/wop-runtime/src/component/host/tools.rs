@@ -1,12 +1,16 @@
 //! `openwop:node-pack/tools`: every call goes through the invocation's
 //! gate session. Converts; never decides.
 
-use crate::bindings::tools::{Host, SafetyTier as WitTier, ToolDescriptor as WitTool, ToolError};
-use crate::host::{error_info, gate_error_info};
-use crate::state::HostState;
+use crate::component::bindings::tools::{
+    Host, SafetyTier as WitTier, ToolDescriptor as WitTool, ToolError,
+};
+use crate::component::host::{error_info, gate_error_info};
+use crate::component::state::HostState;
+use crate::sandbox::Loop;
 use serde_json::json;
 use wop_core::capability::Capability;
 use wop_core::error::ErrorCode;
+use wop_core::limits::MAX_TOOL_ID_BYTES;
 use wop_core::tools::SafetyTier;
 use wop_gate::{GateError, GateErrorKind};
 
@@ -30,35 +34,21 @@ impl Host for HostState {
         arguments: String,
         idempotency_key: Option<String>,
     ) -> wasmtime::Result<Result<String, ToolError>> {
-        self.count("tools");
-        self.sb.charge(
-            tool_id.len() + arguments.len() + idempotency_key.as_ref().map_or(0, String::len),
-        );
-        self.require(Capability::Tools)?;
-        self.check_arg(
-            tool_id.len() + arguments.len() + idempotency_key.as_ref().map_or(0, String::len),
-        )?;
-        self.loop_tick()?;
-        if let Err(message) = wop_core::limits::check_identifier(
-            "tool id",
-            &tool_id,
-            wop_core::limits::MAX_TOOL_ID_BYTES,
-        ) {
-            // Refused before it is stored, echoed or hashed.
-            return Ok(Err(ToolError::Failed(error_info(
-                ErrorCode::ValidationError,
-                message,
-                json!({"field": "tool id", "limit": wop_core::limits::MAX_TOOL_ID_BYTES}),
-            ))));
-        }
+        let key_len = idempotency_key.as_ref().map_or(0, String::len);
+        let size = tool_id.len() + arguments.len() + key_len;
+        self.sb
+            .enter("tools", Some(Capability::Tools), size, Loop::Round)?;
+        // The gate session refuses an over-long tool id before it is
+        // stored, echoed or hashed; until then it is only cut.
         self.sb.meter.target(&tool_id);
         let args: serde_json::Value = match serde_json::from_str(&arguments) {
             Ok(v) => v,
             Err(e) => {
+                let shown = wop_core::logbuf::cut(&tool_id, MAX_TOOL_ID_BYTES);
                 return Ok(Err(ToolError::Failed(error_info(
                     ErrorCode::ValidationError,
-                    format!("the arguments for `{tool_id}` are not valid JSON: {e}"),
-                    json!({"toolName": tool_id}),
+                    format!("the arguments for `{shown}` are not valid JSON: {e}"),
+                    json!({"toolName": shown}),
                 ))));
             }
         };
@@ -70,8 +60,8 @@ impl Host for HostState {
     }
 
     async fn list(&mut self) -> wasmtime::Result<Vec<WitTool>> {
-        self.count("tools");
-        self.require(Capability::Tools)?;
+        self.sb
+            .enter("tools", Some(Capability::Tools), 0, Loop::Outside)?;
         Ok(self
             .session
             .list()

@@ -1,12 +1,15 @@
 //! WASI 0.2 with no ambient authority.
 //!
-//! Linked: io, clocks, random, cli (empty env and args, closed stdin,
-//! captured stdout/stderr), filesystem (no preopens unless the operator
+//! Linked: io (stream writes enter the sandbox like every host call),
+//! clocks, random, cli (empty env and args, closed stdin, captured
+//! stdout/stderr), filesystem (no preopens unless the operator
 //! grants one directory). Not linked at all: sockets and ip-name-lookup —
 //! a pack importing them is refused at load, and even if that check were
 //! bypassed instantiation would fail for lack of the import.
 
-use crate::state::{CapturedStdio, HostState, SharedLog};
+use super::stdio::CapturedStdio;
+use super::streams::{HasStreams, Streams};
+use crate::component::state::HostState;
 use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime_wasi::cli::{WasiCli, WasiCliView};
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
@@ -15,6 +18,7 @@ use wasmtime_wasi::p2::bindings as b;
 use wasmtime_wasi::random::WasiRandom;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 use wop_core::events::LogStream;
+use wop_core::logbuf::SharedLog;
 use wop_core::policy::FsGrant;
 use wop_core::replay::{ReplayRng, Seed};
 
@@ -33,7 +37,11 @@ pub(crate) fn add_to_linker(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
     use wasmtime_wasi_io::bindings::wasi::io;
     io::error::add_to_linker::<HostState, HasIo>(l, |t| &mut t.table)?;
     io::poll::add_to_linker::<HostState, HasIo>(l, |t| &mut t.table)?;
-    io::streams::add_to_linker::<HostState, HasIo>(l, |t| &mut t.table)?;
+    // Writes enter the sandbox (counted, charged per byte): streams.rs.
+    io::streams::add_to_linker::<HostState, HasStreams>(l, |t| Streams {
+        table: &mut t.table,
+        sb: &mut t.sb,
+    })?;
     b::clocks::wall_clock::add_to_linker::<HostState, WasiClocks>(l, HostState::clocks)?;
     b::clocks::monotonic_clock::add_to_linker::<HostState, WasiClocks>(l, HostState::clocks)?;
     b::filesystem::types::add_to_linker::<HostState, WasiFilesystem>(l, HostState::filesystem)?;

@@ -2,10 +2,11 @@
 //! session's fetch (egress checks, `egress.decided`, the gate as the tool
 //! `http:<host>`; see `wop_gate::fetch`). Never decides.
 
-use crate::bindings::http::{Header, Host, Request, Response};
-use crate::bindings::types::ErrorInfo;
-use crate::host::gate_error_info;
-use crate::state::HostState;
+use crate::component::bindings::http::{Header, Host, Request, Response};
+use crate::component::bindings::types::ErrorInfo;
+use crate::component::host::gate_error_info;
+use crate::component::state::HostState;
+use crate::sandbox::Loop;
 use wop_core::capability::Capability;
 use wop_gate::fetch::{self, FetchRequest};
 
@@ -14,8 +15,6 @@ impl Host for HostState {
         &mut self,
         request: Request,
     ) -> wasmtime::Result<Result<Response, ErrorInfo>> {
-        self.count("http");
-        self.require(Capability::Http)?;
         let size = request.url.len()
             + request.method.len()
             + request.idempotency_key.as_ref().map_or(0, String::len)
@@ -25,9 +24,8 @@ impl Host for HostState {
                 .iter()
                 .map(|h| h.name.len() + h.value.len())
                 .sum::<usize>();
-        self.sb.charge(size);
-        self.check_arg(size)?;
-        self.loop_tick()?;
+        self.sb
+            .enter("http", Some(Capability::Http), size, Loop::Round)?;
         if let Ok(u) = wop_core::egress::parse_url(&request.url) {
             self.sb.meter.target(&wop_core::egress::rough_authority(&u));
         }

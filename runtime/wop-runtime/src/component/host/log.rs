@@ -1,8 +1,11 @@
 //! `openwop:node-pack/log`: lines into the bounded invocation log.
 
-use crate::bindings::log::{Host, Level};
-use crate::state::{HostState, with_log};
+use crate::component::bindings::log::{Host, Level};
+use crate::component::state::HostState;
+use crate::sandbox::Loop;
+use wop_core::capability::Capability;
 use wop_core::events::LogLevel;
+use wop_core::logbuf::with_log;
 
 impl Host for HostState {
     fn log(
@@ -11,15 +14,13 @@ impl Host for HostState {
         message: String,
         fields: Option<String>,
     ) -> wasmtime::Result<()> {
-        self.count("log");
-        // The message was copied out of the guest whole: charge for it.
+        // Fields count against the argument cap because they are parsed; a
+        // message is capped per line (cut, not a trap) but was copied out
+        // of the guest whole, so it is charged all the same.
+        let fields_len = fields.as_ref().map_or(0, String::len);
         self.sb
-            .charge(message.len() + fields.as_ref().map_or(0, String::len));
-        // A message is capped per line (cut, not a trap); fields count
-        // against the argument cap because they are parsed.
-        if let Some(f) = &fields {
-            self.check_arg(f.len())?;
-        }
+            .enter("log", Some(Capability::Log), fields_len, Loop::Outside)?;
+        self.sb.charge(message.len());
         let level = match level {
             Level::Debug => LogLevel::Debug,
             Level::Info => LogLevel::Info,

@@ -6,11 +6,13 @@ mod http;
 mod log;
 mod mcp;
 mod random;
+mod stdio;
+mod streams;
 mod tools;
 pub(crate) mod wasi;
 
-use crate::bindings::{NodePack, types};
-use crate::state::HostState;
+use crate::component::bindings::{NodePack, types};
+use crate::component::state::HostState;
 use wasmtime::component::{HasSelf, Linker};
 
 impl types::Host for HostState {}
@@ -27,7 +29,7 @@ pub(crate) fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<HostS
 /// The WIT `error-info` of a gate error.
 pub(crate) fn gate_error_info(e: wop_gate::GateError) -> types::ErrorInfo {
     types::ErrorInfo {
-        code: e.code,
+        code: e.code.as_str().to_owned(),
         message: e.message,
         details: if e.details.is_null() {
             None

@@ -3,15 +3,12 @@
 //! wall clock and bounded log as components, then classification through
 //! the one [`classify`] function.
 
-use super::host::{CoreState, PairEncoding, in_bounds};
-use crate::sandbox::{self, Sandbox, Spec};
-use serde_json::{Map, Value};
-use std::sync::atomic::AtomicU64;
+use super::host::{AbiV1State, NodeState, PairEncoding, in_bounds};
+use crate::env::RunEnv;
+use crate::sandbox::{self, Grants, Sandbox};
 use wasmtime::{Instance, InstancePre, Linker, Memory, MemoryType, Module, Store, Trap, Val};
+use wop_core::breach::BreachKind;
 use wop_core::classify::Fault;
-use wop_core::limits::Limits;
-use wop_core::model::Usage;
-use wop_core::replay::Seed;
 
 /// Longest pack name read from `openwop_pack_name` (as `pack.json`).
 const MAX_NAME_BYTES: u32 = 214;
@@ -35,9 +32,9 @@ pub struct AbiExports {
 /// A compiled module with everything needed to instantiate it.
 pub(crate) struct Linked {
     pub module: Module,
-    pub linker: Linker<CoreState>,
+    pub linker: Linker<AbiV1State>,
     /// Ready-made pre-instantiation when the module imports no memory.
-    pub pre: Option<InstancePre<CoreState>>,
+    pub pre: Option<InstancePre<AbiV1State>>,
     /// The memory the host provides as `env.memory` (max = the cap).
     pub host_memory: Option<MemoryType>,
     /// The ABI exports (absent in probe mode).
@@ -45,7 +42,7 @@ pub(crate) struct Linked {
 }
 
 /// What to call on the fresh instance.
-pub(crate) enum CoreCall {
+pub(crate) enum AbiCall {
     /// `openwop_abi_version` first, then name and node ids.
     Identify,
     /// `openwop_node_invoke(index, request)`.
@@ -63,7 +60,7 @@ pub(crate) struct Identity {
     pub node_ids: Vec<String>,
 }
 
-pub(crate) enum CoreReturned {
+pub(crate) enum AbiReturned {
     Identity(Identity),
     /// The response bytes (already freed in the module).
     Response(Vec<u8>),
@@ -73,71 +70,40 @@ pub(crate) enum CoreReturned {
     Probe(Option<Val>),
 }
 
-/// Per-execution inputs.
-pub(crate) struct Setup<'a> {
-    pub linked: &'a Linked,
-    pub limits: Limits,
-    pub seed: Seed,
-    /// For `cap.breached.nodeId`.
-    pub node_id: String,
-    pub variables: Map<String, Value>,
-    pub channels: Map<String, Value>,
-    pub resume: Option<Value>,
-    pub instantiations: Option<&'a AtomicU64>,
-    /// Which run-level limit binds fuel and the wall clock.
-    pub binding: wop_core::admission::Binding,
-    /// Record the per-host-call breakdown (installs the call hook).
-    pub breakdown: bool,
-    /// Receives the log's events as they are kept (live streaming).
-    pub tap: Option<wop_core::logbuf::Tap>,
-}
-
 /// The result of one core-module execution.
-pub(crate) type CoreExecution = sandbox::Execution<CoreReturned>;
+pub(crate) type AbiExecution = sandbox::Execution<AbiReturned>;
 
-/// Runs `call` in a fresh store and instance, then drops both.
-pub(crate) async fn execute(s: Setup<'_>, call: CoreCall) -> CoreExecution {
-    let state = CoreState {
-        sb: Sandbox::new(s.limits, &s.seed),
-        memory: None,
-        variables: s.variables,
-        channels: s.channels,
-        state_bytes: 0,
-        resume: s.resume,
-        suspended: None,
-        response_bytes: 0,
-        reentry: 0,
-    };
-    let spec = Spec {
-        node_id: s.node_id,
-        binding: s.binding,
-        breakdown: s.breakdown,
-        instantiations: s.instantiations,
-        untyped: "instantiate",
-        tap: s.tap,
-        usage: Usage::default(),
-    };
-    let engine = s.linked.module.engine().clone();
-    let mut armed = match sandbox::arm(&engine, state, spec) {
+/// Runs `call` on a fresh store and instance of `linked` in `env`, its host
+/// calls allowed `grants` and seeing `node`'s variables, channels and resume
+/// value, then drops both.
+pub(crate) async fn execute(
+    linked: &Linked,
+    env: &RunEnv<'_>,
+    grants: Grants,
+    node: NodeState,
+    call: AbiCall,
+) -> AbiExecution {
+    let state = AbiV1State::new(Sandbox::new(env, &env.seed(), grants), node);
+    let engine = linked.module.engine().clone();
+    let mut armed = match sandbox::arm(&engine, state, env, "instantiate") {
         Ok(a) => a,
         Err(failed) => return *failed,
     };
     let deadline = armed.deadline();
     let store = &mut armed.store;
-    let linked = s.linked;
     let run = async {
         let instance = instantiate(linked, &mut *store).await?;
         sandbox::instantiated(store);
         let r = match call {
-            CoreCall::Identify => identify(linked, &instance, &mut *store).await,
-            CoreCall::Invoke { index, request } => {
+            AbiCall::Identify => identify(linked, &instance, &mut *store).await,
+            AbiCall::Invoke { index, request } => {
                 invoke(linked, &instance, &mut *store, index, &request).await
             }
-            CoreCall::Probe { entry, arg } => probe(&instance, &mut *store, &entry, arg).await,
+            AbiCall::Probe { entry, arg } => probe(&instance, &mut *store, &entry, arg).await,
         };
         // `openwop_interrupt` suspends by trapping with the payload set.
         match (r, store.data_mut().suspended.take()) {
-            (Err(_), Some(payload)) => Ok(CoreReturned::Suspended(payload)),
+            (Err(_), Some(payload)) => Ok(AbiReturned::Suspended(payload)),
             (r, _) => r,
         }
     };
@@ -145,7 +111,7 @@ pub(crate) async fn execute(s: Setup<'_>, call: CoreCall) -> CoreExecution {
     armed.finish(outcome)
 }
 
-async fn instantiate(linked: &Linked, store: &mut Store<CoreState>) -> wasmtime::Result<Instance> {
+async fn instantiate(linked: &Linked, store: &mut Store<AbiV1State>) -> wasmtime::Result<Instance> {
     if let Some(pre) = &linked.pre {
         return pre.instantiate_async(&mut *store).await;
     }
@@ -158,7 +124,7 @@ async fn instantiate(linked: &Linked, store: &mut Store<CoreState>) -> wasmtime:
     linker.instantiate_async(&mut *store, &linked.module).await
 }
 
-fn memory(instance: &Instance, store: &mut Store<CoreState>) -> wasmtime::Result<Memory> {
+fn memory(instance: &Instance, store: &mut Store<AbiV1State>) -> wasmtime::Result<Memory> {
     if let Some(m) = store.data().memory {
         return Ok(m);
     }
@@ -173,7 +139,7 @@ fn memory(instance: &Instance, store: &mut Store<CoreState>) -> wasmtime::Result
 /// Calls an export that returns (ptr, len) and copies the bytes out.
 async fn call_pair(
     instance: &Instance,
-    store: &mut Store<CoreState>,
+    store: &mut Store<AbiV1State>,
     export: &str,
     params: &[Val],
     enc: PairEncoding,
@@ -196,11 +162,11 @@ async fn call_pair(
 /// Bounds-checks (ptr, len), caps len, copies the bytes.
 fn read_out(
     instance: &Instance,
-    store: &mut Store<CoreState>,
+    store: &mut Store<AbiV1State>,
     what: &str,
     (ptr, len): (u32, u32),
     cap: u64,
-    cap_kind: Option<&'static str>,
+    cap_kind: Option<BreachKind>,
 ) -> wasmtime::Result<Vec<u8>> {
     let mem = memory(instance, store)?;
     let size = mem.data_size(&*store);
@@ -225,7 +191,7 @@ fn read_out(
     Ok(mem.data(&*store)[start..start + len as usize].to_vec())
 }
 
-fn text(store: &mut Store<CoreState>, what: &str, bytes: Vec<u8>) -> wasmtime::Result<String> {
+fn text(store: &mut Store<AbiV1State>, what: &str, bytes: Vec<u8>) -> wasmtime::Result<String> {
     String::from_utf8(bytes).map_err(|_| {
         store
             .data_mut()
@@ -235,7 +201,7 @@ fn text(store: &mut Store<CoreState>, what: &str, bytes: Vec<u8>) -> wasmtime::R
 
 async fn call_i32(
     instance: &Instance,
-    store: &mut Store<CoreState>,
+    store: &mut Store<AbiV1State>,
     export: &str,
 ) -> wasmtime::Result<i32> {
     let f = match instance.get_typed_func::<(), i32>(&mut *store, export) {
@@ -248,12 +214,12 @@ async fn call_i32(
 async fn identify(
     linked: &Linked,
     instance: &Instance,
-    store: &mut Store<CoreState>,
-) -> wasmtime::Result<CoreReturned> {
+    store: &mut Store<AbiV1State>,
+) -> wasmtime::Result<AbiReturned> {
     // The ABI version first: nothing else is read from an unsupported module.
     let version = i64::from(call_i32(instance, store, "openwop_abi_version").await?);
     if !super::SUPPORTED_ABI_VERSIONS.contains(&version) {
-        return Ok(CoreReturned::Identity(Identity {
+        return Ok(AbiReturned::Identity(Identity {
             version,
             name: None,
             node_ids: Vec::new(),
@@ -298,7 +264,7 @@ async fn identify(
         )?;
         node_ids.push(text(store, "openwop_node_id_at", bytes)?);
     }
-    Ok(CoreReturned::Identity(Identity {
+    Ok(AbiReturned::Identity(Identity {
         version,
         name: Some(name),
         node_ids,
@@ -309,7 +275,7 @@ async fn identify(
 /// as `sandbox_invocation_error` (unless a limit stopped it).
 async fn free(
     instance: &Instance,
-    store: &mut Store<CoreState>,
+    store: &mut Store<AbiV1State>,
     (ptr, len): (u32, u32),
 ) -> wasmtime::Result<()> {
     let f = match instance.get_typed_func::<(i32, i32), ()>(&mut *store, "openwop_free") {
@@ -337,10 +303,10 @@ async fn free(
 async fn invoke(
     linked: &Linked,
     instance: &Instance,
-    store: &mut Store<CoreState>,
+    store: &mut Store<AbiV1State>,
     index: u32,
     request: &[u8],
-) -> wasmtime::Result<CoreReturned> {
+) -> wasmtime::Result<AbiReturned> {
     let Some(exports) = linked.exports else {
         return Err(store.data_mut().invalid("not linked as an ABI v1 pack"));
     };
@@ -392,20 +358,20 @@ async fn invoke(
         "openwop_node_invoke response",
         resp,
         cap,
-        Some("output-bytes"),
+        Some(BreachKind::OutputBytes),
     )?;
     // The host frees what it allocated and what it was handed, once each.
     free(instance, store, (req_ptr, len)).await?;
     free(instance, store, resp).await?;
-    Ok(CoreReturned::Response(bytes))
+    Ok(AbiReturned::Response(bytes))
 }
 
 async fn probe(
     instance: &Instance,
-    store: &mut Store<CoreState>,
+    store: &mut Store<AbiV1State>,
     entry: &str,
     arg: Option<i32>,
-) -> wasmtime::Result<CoreReturned> {
+) -> wasmtime::Result<AbiReturned> {
     let Some(f) = instance.get_func(&mut *store, entry) else {
         return Err(store
             .data_mut()
@@ -419,5 +385,5 @@ async fn probe(
     };
     let mut results = vec![Val::I32(0); ty.results().len()];
     f.call_async(&mut *store, &params, &mut results).await?;
-    Ok(CoreReturned::Probe(results.into_iter().next()))
+    Ok(AbiReturned::Probe(results.into_iter().next()))
 }

@@ -1,0 +1,108 @@
+//! Component packs (`runtime.language: "wasm-component"`): WebAssembly
+//! components built against the `openwop:node-pack@0.1.0` world (`wit/`),
+//! on the shared sandbox core.
+//!
+//! - `loader`: compile (cached), judge the imports before anything runs,
+//!   link, check `describe()` against the manifest;
+//! - `execute`: one `describe` or `invoke` in a fresh store and instance;
+//! - `state`: the store data (the sandbox, WASI with no ambient authority,
+//!   the resource table, the gate session);
+//! - `host`: one adapter per imported interface (`host/<interface>.rs`).
+
+mod bindings;
+mod execute;
+mod host;
+mod loader;
+mod state;
+
+pub use host::wasi::GUEST_DATA_DIR;
+pub(crate) use loader::{Components, inspect, load};
+
+use crate::env::RunEnv;
+use crate::sandbox::Grants;
+use bindings::{NodePackPre, node, types};
+use execute::{Call, Returned, execute};
+use state::HostState;
+use std::sync::Arc;
+use wop_core::capability::Capability;
+use wop_core::error::{ErrorCode, NodeError};
+use wop_core::model::{InvocationReport, InvokeRequest};
+use wop_core::pack::Inspection;
+use wop_core::policy::FsGrant;
+use wop_effects::Meter;
+use wop_gate::mcp::PackMcp;
+use wop_gate::{Gate, PackEgress};
+
+/// A loaded component pack, ready to instantiate.
+pub(crate) struct ComponentPack {
+    /// The load-time inspection (manifest, grants, limits).
+    pub inspection: Inspection,
+    pre: NodePackPre<HostState>,
+    /// What its host calls may reach when it runs a node.
+    reach: Reach,
+}
+
+/// What one pack's host calls may reach, fixed when it is loaded: its
+/// capabilities and directory, the gate with the tools it declares and is
+/// granted, its egress allow-list, its MCP view, and the meter that
+/// charges tool calls to a run's budget.
+pub(crate) struct Reach {
+    /// The pack's name (the gate's call site).
+    pub pack: String,
+    pub grants: Grants,
+    pub fs: Option<FsGrant>,
+    pub gate: Arc<Gate>,
+    pub declared: Vec<String>,
+    pub granted: Vec<String>,
+    /// What safe-fetch may reach (`None`: nothing).
+    pub egress: Option<PackEgress>,
+    /// What `ctx.mcp` may use (`None`: nothing).
+    pub mcp: Option<PackMcp>,
+    pub meter: Meter,
+}
+
+impl Reach {
+    /// What `describe()` may reach: the base capabilities only (no tools,
+    /// no egress, no MCP, no filesystem).
+    fn base(&self) -> Reach {
+        Reach {
+            pack: self.pack.clone(),
+            grants: Grants::of(&Capability::BASE),
+            fs: None,
+            gate: self.gate.clone(),
+            declared: Vec::new(),
+            granted: Vec::new(),
+            egress: None,
+            mcp: None,
+            meter: self.meter.clone(),
+        }
+    }
+}
+
+impl ComponentPack {
+    /// Runs one node invocation in a fresh sandbox.
+    pub(crate) async fn invoke(&self, req: &InvokeRequest, env: &RunEnv<'_>) -> InvocationReport {
+        let ctx = env.context;
+        let wit_req = node::Request {
+            context: types::NodeContext {
+                run_id: ctx.run_id.clone(),
+                node_id: ctx.node_id.clone(),
+                tenant_id: ctx.tenant_id.clone(),
+                attempt: ctx.attempt,
+                type_id: req.type_id.clone(),
+            },
+            inputs: req.inputs.to_string(),
+            config: req.config.to_string(),
+            resume: req.resume.as_ref().map(|v| v.to_string()),
+        };
+        let exec = execute(&self.pre, &self.reach, env, Call::Invoke(wit_req)).await;
+        exec.report(env, |r| match r {
+            Returned::Invoke(r) => Ok((execute::pack_return(r), true)),
+            Returned::Describe(_) => Err(NodeError::runtime(
+                ErrorCode::InternalError,
+                "invoke returned a describe result",
+                Default::default(),
+            )),
+        })
+    }
+}

@@ -1,0 +1,48 @@
+//! The store data of a component invocation: the shared sandbox plus WASI
+//! (no ambient authority), the resource table and the gate session.
+//! Dropped with the store after every invocation.
+
+use crate::sandbox::{Sandbox, SandboxState};
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wop_gate::GateSession;
+
+/// Store data of a component invocation.
+pub(crate) struct HostState {
+    /// The sandbox every pack kind shares.
+    pub sb: Sandbox,
+    pub wasi: WasiCtx,
+    pub table: ResourceTable,
+    /// The gate, bound to this invocation: every side-effecting host call
+    /// goes through it.
+    pub session: GateSession,
+}
+
+impl SandboxState for HostState {
+    fn sandbox(&self) -> &Sandbox {
+        &self.sb
+    }
+    fn sandbox_mut(&mut self) -> &mut Sandbox {
+        &mut self.sb
+    }
+    fn harvest(&self, usage: &mut wop_core::model::Usage) {
+        let g = self.session.usage();
+        usage.tool_calls = g.tool_calls_by_id.values().sum();
+        usage.tool_calls_by_id = g.tool_calls_by_id.clone();
+        usage.effect_claims = g.effect_claims;
+        usage.egress_bytes_in = g.egress_bytes_in;
+        usage.egress_bytes_out = g.egress_bytes_out;
+    }
+    fn verdicts(&self) -> std::collections::BTreeSet<String> {
+        self.session.usage().verdicts.clone()
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
