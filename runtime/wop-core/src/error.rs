@@ -340,8 +340,8 @@ pub enum LoadError {
     },
     /// A new version of an approved pack requests more than the approved one.
     #[error(
-        "pack_capability_escalation: pack `{pack}` {version} requests more than the approved {approved_version}: {}; review with `wop diff` and approve this version in the policy ([packs.<name>] approved)",
-        .additions.join(", ")
+        "pack_capability_escalation: pack `{pack}` {version} requests more than the approved {approved_version}: {}; review with `wop diff` and approve this version in the operator policy (`--policy`): `approved = \"{version}\"` under {}",
+        .additions.join(", "), packs_table(.pack)
     )]
     Escalation {
         /// The pack name.
@@ -355,7 +355,8 @@ pub enum LoadError {
     },
     /// The pack's version is lower than the approved one.
     #[error(
-        "pack_version_rollback: pack `{pack}` {version} is older than the approved {approved_version}; load the approved version, or allow a rollback in the policy ([packs.<name>] allowRollback = true)"
+        "pack_version_rollback: pack `{pack}` {version} is older than the approved {approved_version}; load the approved version, or allow a rollback in the operator policy (`--policy`): `allowRollback = true` under {}",
+        packs_table(.pack)
     )]
     Rollback {
         /// The pack name.
@@ -379,12 +380,15 @@ pub enum LoadError {
         import: String,
     },
     /// The pack imports a capability that was not granted.
-    #[error("sandbox_capability_denied: the pack imports `{import}`{}", grant_hint(.grant))]
+    #[error("sandbox_capability_denied: the pack imports `{import}`{}", grant_hint(.grant, .pack.as_deref()))]
     CapabilityDenied {
         /// The import name.
         import: String,
         /// The grant that would allow it, if there is one.
         grant: Option<String>,
+        /// The pack the operator would grant it to (its policy table),
+        /// when it is known.
+        pack: Option<String>,
     },
     /// The compiled component is not a valid pack (bad wasm, missing exports,
     /// or `describe()` failed).
@@ -426,12 +430,32 @@ pub enum LoadError {
     },
 }
 
-fn grant_hint(grant: &Option<String>) -> String {
-    match grant {
-        Some(g) => format!(
-            " but the operator did not grant `{g}` to this pack (request it in pack.json `x-wop.capabilities` and grant it in the policy under [packs.<name>] capabilities)"
+fn grant_hint(grant: &Option<String>, pack: Option<&str>) -> String {
+    match (grant, pack) {
+        (Some(g), Some(p)) => format!(
+            " but the operator did not grant `{g}` to this pack (request it in pack.json `x-wop.capabilities`, and grant it in the operator policy — the TOML file given with `--policy` — as `capabilities = [\"{g}\"]` under {})",
+            packs_table(p)
         ),
-        None => " which this runtime does not provide to packs".to_owned(),
+        (Some(g), None) => format!(
+            " but `{g}` is not granted: a bare .wasm module gets the base capabilities only (to have `{g}`, ship it as a pack directory whose pack.json requests it, and grant it in the operator policy given with `--policy`)"
+        ),
+        (None, _) => " which this runtime does not provide to packs".to_owned(),
+    }
+}
+
+/// The operator policy's table for `pack`, as it is written in TOML:
+/// `[packs.my-pack]`, or `[packs."acme.fetch"]` when the name is not a
+/// bare TOML key (dots, `@`, `/`).
+pub fn packs_table(pack: &str) -> String {
+    let bare = !pack.is_empty()
+        && pack
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if bare {
+        format!("[packs.{pack}]")
+    } else {
+        let quoted = pack.replace('\\', "\\\\").replace('"', "\\\"");
+        format!("[packs.\"{quoted}\"]")
     }
 }
 
@@ -509,9 +533,10 @@ impl LoadError {
                 "pack" => pack, "version" => version,
                 "approvedVersion" => approved_version, "additions" => additions
             },
-            Self::CapabilityDenied { import, .. } => {
-                crate::details! {"requestedCapability" => import}
-            }
+            Self::CapabilityDenied { import, pack, .. } => match pack {
+                Some(p) => crate::details! {"requestedCapability" => import, "pack" => p},
+                None => crate::details! {"requestedCapability" => import},
+            },
             Self::AbiVersion { version, supported } => {
                 crate::details! {"abiVersion" => version, "supportedAbiVersions" => supported}
             }
@@ -551,4 +576,21 @@ pub enum ConfigError {
     /// An I/O error (cache directory, policy file).
     #[error("{0}")]
     Io(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::packs_table;
+
+    #[test]
+    fn packs_table_is_valid_toml_for_every_pack_name() {
+        assert_eq!(packs_table("my-pack"), "[packs.my-pack]");
+        assert_eq!(packs_table("acme.fetch"), r#"[packs."acme.fetch"]"#);
+        assert_eq!(packs_table("@acme/x"), r#"[packs."@acme/x"]"#);
+        for name in ["my-pack", "acme.fetch", "@acme/x", "a_b"] {
+            let doc = format!("{}\ntools = [\"t\"]\n", packs_table(name));
+            let v: toml::Table = toml::from_str(&doc).expect("valid TOML");
+            assert!(v["packs"][name]["tools"].is_array(), "{doc}");
+        }
+    }
 }

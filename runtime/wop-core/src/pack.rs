@@ -174,8 +174,10 @@ fn read_capped(root: &Dir, rel: &str, cap: u64, json_path: &str) -> Result<Vec<u
 }
 
 /// The import gate: every import judged in declaration order; the first
-/// offending one decides.
+/// offending one decides. `pack` names the pack in a refusal (the policy
+/// table that would grant the capability).
 pub fn judge_imports<'a>(
+    pack: &str,
     names: impl Iterator<Item = &'a str>,
     effective: &BTreeSet<Capability>,
 ) -> (Vec<ImportReport>, Option<LoadError>) {
@@ -191,6 +193,7 @@ pub fn judge_imports<'a>(
                 Some(LoadError::CapabilityDenied {
                     import: name.to_owned(),
                     grant: Some(c.as_str().to_owned()),
+                    pack: Some(pack.to_owned()),
                 }),
             ),
             ImportVerdict::Escape(k) => (
@@ -205,6 +208,7 @@ pub fn judge_imports<'a>(
                 Some(LoadError::CapabilityDenied {
                     import: name.to_owned(),
                     grant: None,
+                    pack: Some(pack.to_owned()),
                 }),
             ),
         };

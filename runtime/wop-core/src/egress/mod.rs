@@ -328,7 +328,7 @@ pub fn check_url(
     Err(Denial::denied(
         "not-allowed",
         format!(
-            "{}://{} is not in this pack's egress allow-list (x-wop.egress ∩ operator [packs.<name>] egress)",
+            "{}://{} is not in this pack's egress allow-list (pack.json `x-wop.egress` ∩ the `egress` the operator policy, given with `--policy`, grants this pack)",
             scheme.as_str(),
             target.authority()
         ),

@@ -95,7 +95,7 @@ pub(crate) fn not_found(tool_id: &str) -> GateError {
     )
 }
 
-pub(crate) fn denial_error(tool_id: &str, d: Denial) -> (ToolStatus, GateError) {
+pub(crate) fn denial_error(tool_id: &str, pack: &str, d: Denial) -> (ToolStatus, GateError) {
     let forbidden = |reason: &str, message: String, required: Vec<String>| {
         (
             ToolStatus::Forbidden,
@@ -118,7 +118,8 @@ pub(crate) fn denial_error(tool_id: &str, d: Denial) -> (ToolStatus, GateError) 
         Denial::NotGranted => forbidden(
             "not-granted",
             format!(
-                "tool `{tool_id}` is not granted to this pack (operator policy [packs.<name>] tools)"
+                "tool `{tool_id}` is not granted to this pack (the operator grants it in the policy given with `--policy`: `tools = [\"{tool_id}\"]` under {})",
+                wop_core::error::packs_table(pack)
             ),
             Vec::new(),
         ),

@@ -225,7 +225,7 @@ impl Gate {
             &site.context.tenant_id,
             &site.principal.scopes,
         ) {
-            let (status, err) = denial_error(tool_id, d);
+            let (status, err) = denial_error(tool_id, &site.pack, d);
             let r = Err(err);
             scope.events.push(ret.event(status, None, &r, false, None));
             return (r, receipt);

@@ -40,7 +40,8 @@ async fn prepare(path: &Path, policy: &Policy) -> Result<Prepared, LoadError> {
     crate::sandbox::check_declared_tables(&src.bytes, crate::sandbox::table_cap(&res.limits))?;
     let module = loader::compile(engine, src.bytes.clone()).await?;
     let granted = imports::granted_names(&res.effective);
-    let gate = loader::gate(&module, &granted);
+    let pack = src.manifest.as_ref().map(|m| m.name.as_str());
+    let gate = loader::gate(&module, &granted, pack);
     let linked = if gate.refusal.is_none() {
         loader::link(engine, &module, &gate.judged, &res.limits, Mode::Pack)
     } else {

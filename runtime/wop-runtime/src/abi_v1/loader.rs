@@ -64,8 +64,10 @@ fn kind_of(ty: &ExternType) -> ImportKind {
     }
 }
 
-/// The static import gate over the compiled module's imports.
-pub(crate) fn gate(module: &Module, granted: &BTreeSet<String>) -> GateResult {
+/// The static import gate over the compiled module's imports. `pack`
+/// names the pack in a refusal (`None` for a bare module, which no
+/// policy table grants anything, and for probes).
+pub(crate) fn gate(module: &Module, granted: &BTreeSet<String>, pack: Option<&str>) -> GateResult {
     let mut judged = Vec::new();
     let mut reports = Vec::new();
     let mut refusal = None;
@@ -82,10 +84,12 @@ pub(crate) fn gate(module: &Module, granted: &BTreeSet<String>) -> GateResult {
                 AbiV1Verdict::NotGranted(name) => Some(LoadError::CapabilityDenied {
                     import: name.clone(),
                     grant: AbiImport::from_name(name).map(|a| a.capability().as_str().to_owned()),
+                    pack: pack.map(str::to_owned),
                 }),
                 AbiV1Verdict::Unknown(name) => Some(LoadError::CapabilityDenied {
                     import: name.clone(),
                     grant: None,
+                    pack: pack.map(str::to_owned),
                 }),
                 _ => None,
             };

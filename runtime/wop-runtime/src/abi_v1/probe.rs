@@ -171,7 +171,7 @@ pub async fn probe(wasm: &[u8], opts: &ProbeOptions) -> Result<ProbeReport, Prob
         }
     }
     let allowed = probe_grants(&opts.allow);
-    let gate = loader::gate(&module, &allowed);
+    let gate = loader::gate(&module, &allowed, None);
     if let Some(r) = gate.refusal {
         return Ok(refused(r));
     }

@@ -93,8 +93,11 @@ impl Components {
         let component = self.compile(policy, &sha, wasm).await?;
         let r = resolve(policy, &manifest);
         let ty = component.component_type();
-        let (imports, refusal) =
-            judge_imports(ty.imports(self.engine).map(|(name, _)| name), &r.effective);
+        let (imports, refusal) = judge_imports(
+            &manifest.name,
+            ty.imports(self.engine).map(|(name, _)| name),
+            &r.effective,
+        );
         Ok((
             Inspection {
                 dir: dir.to_path_buf(),
@@ -138,6 +141,7 @@ pub(crate) async fn load(
     if let Some(refusal) = &insp.refusal {
         // Re-derive the typed error from the first offending import.
         let (_, err) = judge_imports(
+            &insp.manifest.name,
             insp.imports.iter().map(|i| i.name.as_str()),
             &insp.effective,
         );

@@ -392,6 +392,11 @@ async fn ungranted_capability_is_denied_before_the_module_runs() {
         Some(&json!("openwop_variable_get"))
     );
     assert!(ne.message.contains("variables"), "{}", ne.message);
+    assert!(
+        ne.message.contains("under [packs.vars-denied]") && ne.message.contains("--policy"),
+        "names the pack's policy table: {}",
+        ne.message
+    );
     assert_eq!(instantiations(&rt), before, "the module must never run");
     assert!(rt.packs().is_empty());
     let r = invoke(&rt, "test.vars-denied", json!({})).await;

@@ -247,6 +247,12 @@ async fn ungranted_interface_is_refused_before_running() {
         e.to_string().contains("x-wop.capabilities"),
         "says how to fix: {e}"
     );
+    // Names the pack's own policy table and the flag that reads it
+    // (issue 23 item 11), not a `[packs.<name>]` placeholder.
+    assert_eq!(e.details()["pack"], "ungranted");
+    assert!(e.to_string().contains("under [packs.ungranted]"), "{e}");
+    assert!(e.to_string().contains("--policy"), "{e}");
+    assert!(!e.to_string().contains("<name>"), "{e}");
     assert_eq!(rt.stats().instantiations, before);
     // Inspection shows the same verdict without running anything.
     let i = rt.inspect_pack(&pack("ungranted")).await.unwrap();
