@@ -39,6 +39,7 @@ use wop_core::policy::mcp::{
     authorize_resource, authorize_server, authorize_tool, read_id, tool_allowed, tool_id,
 };
 use wop_mcp::{McpError, McpFailure, McpHub};
+pub use wop_mcp::{ServerState, ServerStatus};
 
 /// The `params._meta` key that carries the effect id to the server.
 pub const IDEMPOTENCY_META_KEY: &str = "dev.openwop/idempotencyKey";

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::config::{McpServerConfig, validate_servers};
 use crate::error::{McpError, McpFailure};
-use crate::server::Server;
+use crate::server::{Server, ServerStatus};
 
 /// The host-side MCP client for a fixed set of configured servers.
 ///
@@ -128,6 +128,15 @@ impl McpHub {
     /// (stdio) or new sessions after the first (HTTP).
     pub async fn server_health(&self, server: &str) -> Result<Value, McpError> {
         Ok(self.server(server)?.health().await)
+    }
+
+    /// Every configured server's state and counters, by id, without
+    /// starting, pinging or waiting on any of them.
+    pub fn statuses(&self) -> Vec<(String, ServerStatus)> {
+        self.servers
+            .iter()
+            .map(|(id, s)| (id.clone(), s.status()))
+            .collect()
     }
 
     /// The revision negotiated with `server` (recorded at its last connect).

@@ -46,6 +46,7 @@ pub use hub::McpHub;
 pub use protocol::{
     REV_2025_03_26, REV_2025_06_18, REV_2025_11_25, REV_2026_07_28, SUPPORTED_REVISIONS,
 };
+pub use server::{ServerState, ServerStatus};
 
 #[cfg(test)]
 mod tests {

@@ -254,6 +254,34 @@ impl Server {
         }
     }
 
+    /// What is known of this server without touching it: never starts,
+    /// connects or pings it, never waits for a lock (for a metrics scrape).
+    pub(crate) fn status(&self) -> ServerStatus {
+        let state = match self.live.try_lock() {
+            // Held only while a session is being made: a start or restart.
+            Err(_) => ServerState::Starting,
+            Ok(live) => match live.as_ref().map(|l| l.session.wire.dead_reason()) {
+                Some(None) => ServerState::Ready,
+                Some(Some(_)) => ServerState::Down,
+                None => ServerState::Idle,
+            },
+        };
+        let (restarts, failures) = match self.info.lock() {
+            Ok(i) => (i.restarts, i.failures),
+            Err(_) => (0, 0),
+        };
+        let state = match state {
+            // Never connected since its last failure: down, not idle.
+            ServerState::Idle if failures > 0 => ServerState::Down,
+            s => s,
+        };
+        ServerStatus {
+            state,
+            restarts,
+            failures,
+        }
+    }
+
     /// The host's health document for this server (may start it and ping).
     pub(crate) async fn health(&self) -> Value {
         let transport = self.cfg.transport.as_str();
@@ -372,4 +400,40 @@ mod tests {
         let s = "é".repeat(LAST_ERROR_MAX);
         assert!(trim(s).len() <= LAST_ERROR_MAX);
     }
+}
+
+/// The state of one configured MCP server as last seen ([`Server::status`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerState {
+    /// Not started yet (servers start on first use).
+    Idle,
+    /// Being started or restarted right now.
+    Starting,
+    /// Connected, its session alive.
+    Ready,
+    /// Its session died or its last start failed; restarted on next use.
+    Down,
+}
+
+impl ServerState {
+    /// `idle`, `starting`, `ready` or `down`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Starting => "starting",
+            Self::Ready => "ready",
+            Self::Down => "down",
+        }
+    }
+}
+
+/// A passive snapshot of one MCP server: state and counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerStatus {
+    /// Its state.
+    pub state: ServerState,
+    /// Restarts (stdio) or new sessions after the first (HTTP).
+    pub restarts: u64,
+    /// Failures in its current streak (what sets the restart backoff).
+    pub failures: u32,
 }

@@ -63,6 +63,17 @@ struct KindLabel {
     kind: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ServerStateLabels {
+    server: String,
+    state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ServerLabel {
+    server: String,
+}
+
 type Histograms = Family<PackLabel, Histogram, fn() -> Histogram>;
 
 /// Everything `/metrics` shows, and where each invocation is recorded.
@@ -89,6 +100,9 @@ pub(crate) struct Metrics {
     cache_misses: Gauge,
     compiles: Gauge,
     instantiations: Gauge,
+    /// `ctx.mcp` servers (ids from the operator's policy).
+    mcp_state: Family<ServerStateLabels, Gauge>,
+    mcp_restarts: Family<ServerLabel, Gauge>,
     /// The catalog's tool ids (bounded tool labels).
     tools: BTreeSet<String>,
 }
@@ -120,6 +134,8 @@ pub(crate) struct Scrape {
     pub cache_misses: i64,
     pub compiles: i64,
     pub instantiations: i64,
+    /// Each configured MCP server's passive status.
+    pub mcp: Vec<(String, wop_runtime::gate::mcp::ServerStatus)>,
 }
 
 impl Metrics {
@@ -217,6 +233,18 @@ impl Metrics {
             "instantiations",
             "Sandbox instantiations since start",
         );
+        let mcp_state = Family::default();
+        registry.register(
+            "mcp_server_state",
+            "ctx.mcp servers: 1 for the state each is in (idle: not started yet; starting; ready; down: died or failed to start, restarted on next use)",
+            mcp_state.clone(),
+        );
+        let mcp_restarts = Family::default();
+        registry.register(
+            "mcp_server_restarts",
+            "ctx.mcp server restarts (stdio) or new sessions after the first (HTTP) since start",
+            mcp_restarts.clone(),
+        );
         Self {
             registry,
             invocations,
@@ -239,6 +267,8 @@ impl Metrics {
             cache_misses,
             compiles,
             instantiations,
+            mcp_state,
+            mcp_restarts,
             tools,
         }
     }
@@ -389,6 +419,29 @@ impl Metrics {
         ] {
             g.set(v);
         }
+        use wop_runtime::gate::mcp::ServerState;
+        let states = [
+            ServerState::Idle,
+            ServerState::Starting,
+            ServerState::Ready,
+            ServerState::Down,
+        ];
+        for (server, st) in &s.mcp {
+            for state in states {
+                let labels = ServerStateLabels {
+                    server: server.clone(),
+                    state: state.as_str().to_owned(),
+                };
+                self.mcp_state
+                    .get_or_create(&labels)
+                    .set(i64::from(st.state == state));
+            }
+            let restarts = i64::try_from(st.restarts).unwrap_or(i64::MAX);
+            let labels = ServerLabel {
+                server: server.clone(),
+            };
+            self.mcp_restarts.get_or_create(&labels).set(restarts);
+        }
         let mut out = String::new();
         if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
             tracing::error!(error = %e, "cannot encode the metrics");
@@ -460,7 +513,21 @@ mod tests {
             cache_misses: 1,
             compiles: 1,
             instantiations: 2,
+            mcp: vec![(
+                "files".to_owned(),
+                wop_runtime::gate::mcp::ServerStatus {
+                    state: wop_runtime::gate::mcp::ServerState::Down,
+                    restarts: 3,
+                    failures: 2,
+                },
+            )],
         });
+        assert!(
+            text.contains(r#"wop_mcp_server_state{server="files",state="down"} 1"#)
+                && text.contains(r#"wop_mcp_server_state{server="files",state="ready"} 0"#)
+                && text.contains(r#"wop_mcp_server_restarts{server="files"} 3"#),
+            "{text}"
+        );
         assert!(
             text.contains(r#"wop_invocations_total{pack="hello",node_type="t.hello",tenant="acme",code="completed"} 1"#),
             "{text}"

@@ -316,6 +316,7 @@ impl Server {
         let rt = Runtime::new(&rc).map_err(|e| ServeError::Runtime(e.to_string()))?;
         let mut loaded = Vec::new();
         let mut refused = Vec::new();
+        let mut provenance = BTreeMap::new();
         if let Some(dir) = &opts.packs_dir {
             // Every pack, then their declared names: two packs of one name
             // are both refused (`Runtime::load_packs_dir`).
@@ -324,6 +325,7 @@ impl Server {
             })?;
             for (entry, s) in report.loaded {
                 tracing::info!(pack = %s.name, version = %s.version, types = ?s.type_ids, "loaded pack");
+                provenance.insert(s.name.clone(), provenance_of(&entry, &opts.policy));
                 loaded.push((entry, s.type_ids, s.name));
             }
             for (entry, e) in report.refused {
@@ -369,6 +371,7 @@ impl Server {
             capability_doc,
             etag,
             refused,
+            provenance,
             claims: Default::default(),
             metrics: crate::metrics::Metrics::new(rt_tools.into_iter().collect()),
             recent: Default::default(),
@@ -478,5 +481,19 @@ impl Server {
         drop(app);
         drop(state);
         Ok(())
+    }
+}
+
+/// A loaded pack's provenance as the console shows it: the verdict of
+/// the pack's signature under the policy (it loaded, so the verdict
+/// passed), or that a bare module carries none.
+fn provenance_of(entry: &std::path::Path, policy: &wop_runtime::Policy) -> String {
+    if !entry.is_dir() {
+        return "unsigned (a bare module has no manifest to sign)".to_owned();
+    }
+    match wop_runtime::pack::trust_verdict(entry, policy) {
+        Ok(v) => v.to_string(),
+        // Changed on disk since it loaded: say so rather than guess.
+        Err(e) => format!("no longer verifiable on disk: {}", e.code().as_str()),
     }
 }

@@ -57,6 +57,8 @@ pub(crate) struct Shared {
     pub etag: String,
     /// Packs refused at start: `{dir, code, message}`.
     pub refused: Vec<Value>,
+    /// Loaded pack name → its provenance (signature verdict), for the console.
+    pub provenance: BTreeMap<String, String>,
     /// Node invocations this process runs under an idempotency key, by
     /// effect id: released at shutdown if a drain cuts them (`Server::run`),
     /// so a retry runs them again at once instead of waiting for the lease.
@@ -138,6 +140,7 @@ impl Shared {
             cache_misses: m(stats.cache.compilations),
             compiles: m(stats.cache.compilations),
             instantiations: m(stats.instantiations),
+            mcp: self.rt.mcp_servers(),
         })
     }
 

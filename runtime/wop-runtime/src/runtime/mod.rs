@@ -285,6 +285,13 @@ impl Runtime {
         self.inner.kinds.components.cache_path(entry_sha256)
     }
 
+    /// Every configured MCP server (`ctx.mcp`) by id: its state and
+    /// counters as last seen. Passive: starts, pings and waits on nothing
+    /// (a metrics scrape calls it).
+    pub fn mcp_servers(&self) -> Vec<(String, wop_gate::mcp::ServerStatus)> {
+        self.inner.mcp.hub().statuses()
+    }
+
     /// The loaded packs (component and ABI v1 packs).
     pub fn packs(&self) -> Vec<PackSummary> {
         self.inner.registry.summaries()

@@ -8,6 +8,7 @@
 use super::*;
 use serde_json::json;
 use wop_runtime::events::ToolStatus;
+use wop_runtime::gate::mcp::ServerState;
 use wop_runtime::{NodeError, Outcome, Principal, RunContext};
 
 const SETUP: &str = "bash runtime/wop-mcp/tests/setup.sh";
@@ -579,6 +580,18 @@ async fn hostile_servers_and_revisions_through_a_pack() {
             1,
         )
     };
+    // The passive status (what a metrics scrape reads): nothing started.
+    let status = |id: &str| {
+        rt.mcp_servers()
+            .into_iter()
+            .find(|(s, _)| s == id)
+            .map(|(_, st)| st)
+            .unwrap()
+    };
+    assert_eq!(rt.mcp_servers().len(), ids.len());
+    for id in &ids {
+        assert_eq!(status(id).state, ServerState::Idle, "{id}");
+    }
 
     for (id, code) in [
         ("huge", "mcp_result_too_large"),
@@ -600,6 +613,9 @@ async fn hostile_servers_and_revisions_through_a_pack() {
             assert_eq!(det(e)["retryable"], true, "{id}: {e:?}");
         }
     }
+    // The server that exited is seen down, without touching it.
+    assert_eq!(status("exit").state, ServerState::Down);
+    assert_eq!(status("exit").restarts, 0);
     // A server that floods notifications or stderr still answers.
     for id in ["flood", "stderr"] {
         let r = rt.invoke(call(id)).await;
@@ -610,6 +626,8 @@ async fn hostile_servers_and_revisions_through_a_pack() {
         .invoke(req(json!({"server": "exit", "list": true}), "r-exit", 2))
         .await;
     assert_eq!(output(&r)["tools"], json!(["a"]), "restarted and listing");
+    assert_eq!(status("exit").state, ServerState::Ready);
+    assert_eq!(status("exit").restarts, 1);
 
     // Revisions: each server's negotiated revision is recorded and
     // visible to the pack in server-health; nothing was downgraded.

@@ -51,7 +51,7 @@ pub(crate) fn dashboard(st: &Shared, principal: &str, run: Option<RunView>) -> S
 }
 
 fn packs(st: &Shared, out: &mut String) {
-    out.push_str(r#"<section id="packs"><h2>Loaded packs</h2><table><tr><th>pack</th><th>version</th><th>node types</th><th>capabilities (effective)</th><th>limits</th></tr>"#);
+    out.push_str(r#"<section id="packs"><h2>Loaded packs</h2><table><tr><th>pack</th><th>version</th><th>node types</th><th>capabilities (effective)</th><th>limits</th><th>provenance</th></tr>"#);
     for p in st.rt.packs() {
         let caps: Vec<String> = p
             .capabilities
@@ -65,14 +65,15 @@ fn packs(st: &Shared, out: &mut String) {
             .collect();
         let _ = write!(
             out,
-            r#"<tr class="pack"><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td class="muted">fuel {} · {} ms · {} MiB</td></tr>"#,
+            r#"<tr class="pack"><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td class="muted">fuel {} · {} ms · {} MiB</td><td class="provenance">{}</td></tr>"#,
             esc(&p.name),
             esc(&p.version),
             types.join("<br>"),
             caps.join(" "),
             p.limits.fuel,
             p.limits.wall_clock_ms,
-            p.limits.memory_bytes >> 20
+            p.limits.memory_bytes >> 20,
+            esc(st.provenance.get(&p.name).map_or("", String::as_str)),
         );
     }
     out.push_str("</table></section>");

@@ -20,6 +20,7 @@ try {
   await page.fill("#token", token);
   await Promise.all([page.waitForNavigation(), page.click("#sign-in")]);
   const packs = await page.locator("#packs tr.pack td:first-child").allTextContents();
+  const provenance = await page.locator("#packs tr.pack td.provenance").allTextContents();
   const codes = await page.locator("#recent tr.invocation td.code").allTextContents();
   const series = await page.locator("#cost-chart polyline.series").count();
   const points = await page.locator("#cost-chart polyline.series").first().getAttribute("points");
@@ -32,7 +33,7 @@ try {
   await page.screenshot({ path: shot, fullPage: true });
   const cookies = await page.context().cookies();
   console.log(JSON.stringify({
-    beforeLogin, packs, codes, series, points: (points || "").split(" ").length,
+    beforeLogin, packs, provenance, codes, series, points: (points || "").split(" ").length,
     chartWidth: chartBox ? chartBox.width : 0, effects,
     cookie: cookies.map((c) => ({ name: c.name, httpOnly: c.httpOnly, sameSite: c.sameSite })),
     tokenInPage: (await page.content()).includes(token),

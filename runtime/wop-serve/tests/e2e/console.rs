@@ -110,6 +110,15 @@ async fn the_console_in_headless_chromium() {
         .filter_map(Value::as_str)
         .collect();
     assert_eq!(packs, ["hello", "tool-call"], "{v}");
+    // Each pack's provenance: unsigned here, and the policy requires none.
+    assert_eq!(
+        v["provenance"],
+        json!([
+            "unsigned (no signature required)",
+            "unsigned (no signature required)"
+        ]),
+        "{v}"
+    );
     let codes: Vec<&str> = v["codes"]
         .as_array()
         .unwrap()
