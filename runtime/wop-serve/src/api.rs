@@ -9,12 +9,58 @@ use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 use std::time::Duration;
 use wop_runtime::Principal;
+use wop_runtime::error::ErrorCode;
+
+/// The `error` of a service answer: a protocol code, or one of the HTTP
+/// layer's own for a request that never reached a node (its method, size,
+/// arrival time or media type, or the service's capacity).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ApiCode {
+    /// A protocol error code (`forbidden`, `not_found`, …).
+    Protocol(ErrorCode),
+    /// `method_not_allowed` (405).
+    MethodNotAllowed,
+    /// `payload_too_large` (413).
+    PayloadTooLarge,
+    /// `request_timeout` (408).
+    RequestTimeout,
+    /// `unsupported_media_type` (415).
+    UnsupportedMediaType,
+    /// `service_unavailable` (503: at capacity or draining).
+    ServiceUnavailable,
+}
+
+impl ApiCode {
+    /// The code as it is written in the body.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Protocol(c) => c.as_str(),
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::RequestTimeout => "request_timeout",
+            Self::UnsupportedMediaType => "unsupported_media_type",
+            Self::ServiceUnavailable => "service_unavailable",
+        }
+    }
+}
+
+impl From<ErrorCode> for ApiCode {
+    fn from(c: ErrorCode) -> Self {
+        Self::Protocol(c)
+    }
+}
+
+impl serde::Serialize for ApiCode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
 
 /// An HTTP error with a registered code.
 #[derive(Debug)]
 pub(crate) struct ApiError {
     pub status: StatusCode,
-    pub code: &'static str,
+    pub code: ApiCode,
     pub message: String,
     pub details: Option<Value>,
     pub retry_after: Option<u64>,
@@ -24,10 +70,14 @@ pub(crate) struct ApiError {
 }
 
 impl ApiError {
-    pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(
+        status: StatusCode,
+        code: impl Into<ApiCode>,
+        message: impl Into<String>,
+    ) -> Self {
         Self {
             status,
-            code,
+            code: code.into(),
             message: message.into(),
             details: None,
             retry_after: None,
@@ -47,14 +97,14 @@ impl ApiError {
     }
 
     pub(crate) fn validation(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "validation_error", message)
+        Self::new(StatusCode::BAD_REQUEST, ErrorCode::ValidationError, message)
     }
 
     /// The same body for an unknown and an unauthorized id.
     pub(crate) fn not_found(what: &str, id: &str) -> Self {
         Self::new(
             StatusCode::NOT_FOUND,
-            "not_found",
+            ErrorCode::NotFound,
             format!("no {what} `{id}`"),
         )
         .details(json!({ what: id }))
@@ -63,7 +113,7 @@ impl ApiError {
     pub(crate) fn busy(retry_after: u64) -> Self {
         let mut e = Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "service_unavailable",
+            ApiCode::ServiceUnavailable,
             "the executor is at capacity; retry later",
         );
         e.retry_after = Some(retry_after);
@@ -71,7 +121,11 @@ impl ApiError {
     }
 
     pub(crate) fn internal(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message)
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::InternalError,
+            message,
+        )
     }
 }
 
@@ -136,7 +190,7 @@ pub(crate) async fn read_body(
     let too_large = || {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
+            ApiCode::PayloadTooLarge,
             format!("the request body exceeds {cap} bytes"),
         )
         .details(json!({"limitBytes": cap}))
@@ -162,7 +216,7 @@ pub(crate) async fn read_body(
             Err(_) => {
                 return Err(ApiError::new(
                     StatusCode::REQUEST_TIMEOUT,
-                    "request_timeout",
+                    ApiCode::RequestTimeout,
                     "the request body did not arrive in time",
                 )
                 .closing());
@@ -268,7 +322,7 @@ pub(crate) async fn read_json(
         return Err(JsonBodyError::Http(
             ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
+                ApiCode::UnsupportedMediaType,
                 "the request body must be application/json",
             )
             .details(json!({
@@ -307,7 +361,7 @@ pub(crate) fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Prin
         }
         return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
-            "forbidden",
+            ErrorCode::Forbidden,
             "a bearer token is required",
         )
         .details(json!({"reason": "missing-token"})));
@@ -315,7 +369,7 @@ pub(crate) fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Prin
     let invalid = || {
         ApiError::new(
             StatusCode::UNAUTHORIZED,
-            "forbidden",
+            ErrorCode::Forbidden,
             "the bearer token is not valid",
         )
         .details(json!({"reason": "invalid-token"}))

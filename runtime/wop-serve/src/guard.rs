@@ -19,6 +19,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use std::net::IpAddr;
+use wop_runtime::error::ErrorCode;
 
 /// An origin as `serve.toml` lists it and a browser sends it:
 /// `scheme://host[:port]`, compared with the scheme and host lower-cased
@@ -100,7 +101,7 @@ pub(crate) fn check(
             return Some(
                 ApiError::new(
                     StatusCode::FORBIDDEN,
-                    "forbidden",
+                    ErrorCode::Forbidden,
                     format!(
                         "requests from origin `{}` are not allowed; an operator can list it in serve.toml `allowedOrigins`",
                         text.chars().take(200).collect::<String>()
@@ -116,7 +117,7 @@ pub(crate) fn check(
             return Some(
                 ApiError::new(
                     StatusCode::FORBIDDEN,
-                    "forbidden",
+                    ErrorCode::Forbidden,
                     "this server accepts anonymous requests only for a loopback Host (localhost, 127.0.0.1, [::1]); use a bearer token to reach it under another name",
                 )
                 .details(json!({"scope": "host"})),
@@ -198,7 +199,10 @@ mod tests {
         assert!(check(&h, &[], true).is_none());
         h.insert(header::ORIGIN, "https://evil.example".parse().unwrap());
         let e = check(&h, &[], false).unwrap();
-        assert_eq!((e.status, e.code), (StatusCode::FORBIDDEN, "forbidden"));
+        assert_eq!(
+            (e.status, e.code.as_str()),
+            (StatusCode::FORBIDDEN, "forbidden")
+        );
         h.remove(header::ORIGIN);
         h.insert(header::HOST, "evil.example".parse().unwrap());
         assert!(check(&h, &[], true).is_some());

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use wop_runtime::effects::{
     Begin, ClaimRequest, EffectTimings, Keying, business_id, request_digest,
 };
+use wop_runtime::error::ErrorCode;
 
 /// Why an idempotent invocation did not run or replay.
 #[derive(Debug)]
@@ -37,19 +38,23 @@ pub(crate) enum IdemError {
 
 impl IdemError {
     /// `(code, message, details)`.
-    pub(crate) fn parts(&self) -> (&'static str, String, Option<Value>) {
+    pub(crate) fn parts(&self) -> (ErrorCode, String, Option<Value>) {
         match self {
             IdemError::Mismatch => (
-                "idempotency_key_mismatch",
+                ErrorCode::IdempotencyKeyMismatch,
                 "this idempotency key was used with a different request".into(),
                 None,
             ),
             IdemError::InFlight(d, _) => (
-                "idempotency_in_flight",
+                ErrorCode::IdempotencyInFlight,
                 "an invocation with this idempotency key is still in flight; retry after the Retry-After delay".into(),
                 Some(d.clone()),
             ),
-            IdemError::Store(m) => ("internal_error", format!("effect store: {m}"), None),
+            IdemError::Store(m) => (
+                ErrorCode::InternalError,
+                format!("effect store: {m}"),
+                None,
+            ),
         }
     }
 }

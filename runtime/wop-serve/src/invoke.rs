@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;
 use wop_runtime::budget::{RunBounds, RunBudget};
+use wop_runtime::error::ErrorCode;
 use wop_runtime::{InvocationReport, InvokeRequest, Principal, RunContext};
 
 /// Where in a run, as far as the caller said.
@@ -267,7 +268,7 @@ async fn post_inner(state: AppState, headers: HeaderMap, body: Body) -> Result<R
     {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
-            "forbidden",
+            ErrorCode::Forbidden,
             "nodeContext.tenantId is not the caller's tenant",
         )
         .details(json!({"scope": "tenant"})));

@@ -10,7 +10,7 @@
 //! header: `-32020`; an unknown revision: `-32022`), results carrying
 //! `resultType`.
 
-use crate::api::{ApiError, JsonBodyError, authenticate, read_json};
+use crate::api::{ApiCode, ApiError, JsonBodyError, authenticate, read_json};
 use crate::invoke::{self, Ctx, Run};
 use crate::state::{AppState, NodeInfo};
 use axum::body::Body;
@@ -68,7 +68,7 @@ fn rpc_error(
 pub(crate) async fn not_allowed() -> Response {
     let mut r = ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
+        ApiCode::MethodNotAllowed,
         "this MCP server is stateless: only POST is served",
     )
     .into_response();
@@ -492,7 +492,7 @@ async fn call(state: &AppState, principal: &Principal, req: &Req<'_>) -> Respons
         Ok((resp, _replayed)) => ok(req, tool_result(&resp)),
         Err(e) => {
             let (code, message, details) = e.parts();
-            ok(req, tool_error(code, &message, details))
+            ok(req, tool_error(code.as_str(), &message, details))
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The read routes: discovery, the tool catalog, a run's effects, usage,
 //! health; and the router that mounts everything.
 
-use crate::api::{ApiError, authenticate};
+use crate::api::{ApiCode, ApiError, authenticate};
 use crate::state::AppState;
 use axum::Router;
 use axum::extract::{Path, Query, State};
@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use wop_runtime::error::ErrorCode;
 use wop_runtime::metering::UsageScope;
 
 /// The `OpenWOP-Version` header value.
@@ -44,13 +45,13 @@ pub(crate) fn router(state: AppState) -> Router {
 }
 
 async fn not_found() -> Response {
-    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route").into_response()
+    ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, "no such route").into_response()
 }
 
 async fn method_not_allowed() -> Response {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
+        ApiCode::MethodNotAllowed,
         "this route does not serve that method",
     )
     .into_response()
@@ -213,7 +214,7 @@ pub(crate) fn operator(p: &wop_runtime::Principal, what: &str) -> Result<(), Api
     }
     Err(ApiError::new(
         StatusCode::FORBIDDEN,
-        "forbidden",
+        ErrorCode::Forbidden,
         format!("{what} the `{OPERATOR_SCOPE}` scope"),
     )
     .details(json!({"scope": OPERATOR_SCOPE})))
