@@ -90,11 +90,52 @@ async fn stalled_event_stream_clients_are_dropped_and_their_memory_released() {
             assert_eq!(t.await.unwrap(), 200);
         }
     }
-    let base = rss_kib(pid);
+    // Warm-up, second part: one round of stalled clients exactly like the
+    // measured one, so the baseline already has the pool slots and
+    // allocator arenas that many concurrent invocations touch (how many
+    // run at once depends on the machine's load; decision 0010).
+    let warm = stall_round(addr, pid, &body, base_bound(rss_kib(pid))).await;
+    let base = warm.after;
 
-    // 50 clients that send the request and never read a byte (a receive
-    // buffer of 4 KiB, and the server's send buffer capped by
-    // `sendBufferBytes`, so the kernel cannot take the answer for them).
+    let r = stall_round(addr, pid, &body, base_bound(base)).await;
+    eprintln!(
+        "RSS: base {base} KiB, {CLIENTS} stalled clients {} KiB, after the write timeout {} KiB (warm-up round: held {} KiB, after {} KiB)",
+        r.held, r.after, warm.held, warm.after
+    );
+    // Bounds: while held, no more than the documented per-connection bound
+    // (one outcome frame ≈ BYTES plus queued events, well under 2 MiB) per
+    // client; after the timeout, back within 16 MiB of the baseline.
+    assert!(
+        r.held <= base + (CLIENTS as u64) * 2048,
+        "{} KiB held by {CLIENTS} stalled clients (base {base} KiB)",
+        r.held
+    );
+    assert!(
+        r.after <= base_bound(base),
+        "{} KiB after the write timeout (base {base} KiB, held {} KiB)",
+        r.after,
+        r.held
+    );
+    drop(child);
+}
+
+/// Back within 16 MiB of `base`.
+fn base_bound(base: u64) -> u64 {
+    base + 16 * 1024
+}
+
+/// Resident memory while a round of stalled clients is held, and after
+/// the write timeout dropped them.
+struct Round {
+    held: u64,
+    after: u64,
+}
+
+/// 50 clients that send the request and never read a byte (a receive
+/// buffer of 4 KiB, and the server's send buffer capped by
+/// `sendBufferBytes`, so the kernel cannot take the answer for them),
+/// until the write timeout drops them all.
+async fn stall_round(addr: SocketAddr, pid: u32, body: &str, bound: u64) -> Round {
     let mut stalled = Vec::new();
     for _ in 0..CLIENTS {
         let sock = tokio::net::TcpSocket::new_v4().unwrap();
@@ -115,22 +156,18 @@ async fn stalled_event_stream_clients_are_dropped_and_their_memory_released() {
     // the clients never close theirs).
     let h = until(addr, "stalled connections", |h| h["connections"] == 1).await;
     assert_eq!(h["connections"], 1);
-    let after = rss_kib(pid);
-    eprintln!(
-        "RSS: base {base} KiB, {CLIENTS} stalled clients {held} KiB, after the write timeout {after} KiB"
-    );
-    // Bounds: while held, no more than the documented per-connection bound
-    // (one outcome frame ≈ BYTES plus queued events, well under 2 MiB) per
-    // client; after the timeout, back within 16 MiB of the baseline.
-    assert!(
-        held <= base + (CLIENTS as u64) * 2048,
-        "{held} KiB held by {CLIENTS} stalled clients (base {base} KiB)"
-    );
-    assert!(
-        after <= base + 16 * 1024,
-        "{after} KiB after the write timeout (base {base} KiB, held {held} KiB)"
-    );
+    // A dropped connection's task frees its buffers as it unwinds, which
+    // can trail the connection count on a busy machine: wait (bounded)
+    // for the memory to come back rather than sample one instant.
+    let mut after = rss_kib(pid);
+    for _ in 0..50 {
+        if after <= bound {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        after = rss_kib(pid);
+    }
     // The stalled sockets see their connection closed.
     drop(stalled);
-    drop(child);
+    Round { held, after }
 }
