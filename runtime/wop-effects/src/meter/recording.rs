@@ -5,8 +5,8 @@ use super::stored::{PackShard, Record, RunRollup, StoredUsage, add_rollup, cut, 
 use super::{Meter, MeterError, PACK_SHARDS};
 use crate::keys;
 use crate::store::KvStore;
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 use wop_core::budget::*;
 use wop_core::events::Event;
 use wop_core::model::Usage;
@@ -21,11 +21,27 @@ impl Meter {
     /// pack's roll-ups; and keeps its (bounded) usage record if the run is
     /// under its cap. Returns the budget events.
     pub async fn record(&self, usage: &Usage, node_id: &str) -> Result<Vec<Event>, MeterError> {
+        self.record_with(usage, node_id, None).await
+    }
+
+    /// [`record`](Self::record), told whether the run has a budget when
+    /// the caller already knows (it opened the run's ledger to admit the
+    /// invocation, and a run's budget never changes after its first
+    /// invocation): the ledger is then read only for a run that has one.
+    pub async fn record_with(
+        &self,
+        usage: &Usage,
+        node_id: &str,
+        has_budget: Option<bool>,
+    ) -> Result<Vec<Event>, MeterError> {
         let (tenant, run) = (usage.tenant_id.as_str(), usage.run_id.as_str());
-        let has_budget = self
-            .ledger(tenant, run)
-            .await?
-            .is_some_and(|l| !l.budget.is_empty());
+        let has_budget = match has_budget {
+            Some(known) => known,
+            None => self
+                .ledger(tenant, run)
+                .await?
+                .is_some_and(|l| !l.budget.is_empty()),
+        };
         let mut events = Vec::new();
         if has_budget {
             let (_, (), ev) = self
@@ -82,17 +98,17 @@ impl Meter {
                 at_ms: now,
             },
             |batch| {
-                let kv = self.kv.clone();
+                let (kv, rollups) = (self.kv.clone(), self.rollups.clone());
                 let key = run_key.clone();
                 let ids = (tenant.to_owned(), run.to_owned());
                 let cap = self.options.usage_records_per_run;
-                async move { write_run(kv, &key, ids, cap, batch).await }
+                async move { write_run(kv, &rollups.run_last, &key, ids, cap, batch).await }
             },
         );
         let pack_write = self.rollups.pack.submit(&pack_key, delta, |batch| {
-            let (kv, key) = (self.kv.clone(), pack_key.clone());
+            let (kv, rollups, key) = (self.kv.clone(), self.rollups.clone(), pack_key.clone());
             let (pack, version) = (usage.pack.clone(), usage.pack_version.clone());
-            async move { write_pack(kv, &key, pack, version, batch).await }
+            async move { write_pack(kv, &rollups.pack_last, &key, pack, version, batch).await }
         });
         let (keep, ()) = tokio::try_join!(run_write, pack_write)?;
         if keep {
@@ -157,13 +173,50 @@ impl Meter {
     }
 }
 
-/// The roll-up records' group commits (see `combine.rs`).
+/// The roll-up records' group commits (see `combine.rs`), and what this
+/// process last wrote to each.
 #[derive(Default)]
 pub(super) struct Rollups {
     /// `rollup/run/<run>`: output = keep this invocation's usage record.
     run: Combiner<RunDelta, bool>,
     /// `rollup/pack/<pack@version>/<shard>`.
     pack: Combiner<Rollup, ()>,
+    /// The run roll-ups this process wrote last (see [`LastWritten`]).
+    run_last: LastWritten<RunRollup>,
+    /// The pack roll-up shards this process wrote last.
+    pack_last: LastWritten<PackShard>,
+}
+
+/// Keys this process wrote last, with the bytes it wrote and their
+/// decoded value. The next update of such a key starts from them instead
+/// of reading and decoding the record: its compare-and-swap expects
+/// exactly those bytes, so a record another writer changed meanwhile
+/// fails the swap and is read and decoded as usual. Bounded: emptied
+/// when it holds [`LAST_WRITTEN_KEYS`] keys.
+pub(super) struct LastWritten<T>(Mutex<HashMap<String, (Vec<u8>, T)>>);
+
+impl<T> Default for LastWritten<T> {
+    fn default() -> Self {
+        Self(Mutex::new(HashMap::new()))
+    }
+}
+
+/// The most keys a [`LastWritten`] holds.
+const LAST_WRITTEN_KEYS: usize = 1024;
+
+impl<T> LastWritten<T> {
+    fn take(&self, key: &str) -> Option<(Vec<u8>, T)> {
+        self.0.lock().ok()?.remove(key)
+    }
+
+    fn put(&self, key: &str, bytes: Vec<u8>, value: T) {
+        if let Ok(mut m) = self.0.lock() {
+            if m.len() >= LAST_WRITTEN_KEYS {
+                m.clear();
+            }
+            m.insert(key.to_owned(), (bytes, value));
+        }
+    }
 }
 
 /// One invocation's contribution to its run's roll-up.
@@ -177,13 +230,14 @@ pub(super) struct RunDelta {
 /// its usage record is kept (the run's first `cap` invocations are).
 async fn write_run(
     kv: Arc<dyn KvStore>,
+    last: &LastWritten<RunRollup>,
     key: &str,
     (tenant, run): (String, String),
     cap: u64,
     batch: Vec<RunDelta>,
 ) -> Result<Vec<bool>, MeterError> {
     let mut keep = Vec::with_capacity(batch.len());
-    cas_update::<RunRollup>(&*kv, key, |r| {
+    cas_update::<RunRollup>(&*kv, last, key, |r| {
         let mut r = r.unwrap_or_else(|| RunRollup {
             tenant_id: tenant.clone(),
             run_id: run.clone(),
@@ -207,12 +261,13 @@ async fn write_run(
 /// Folds `batch` into one shard of the pack's roll-up.
 async fn write_pack(
     kv: Arc<dyn KvStore>,
+    last: &LastWritten<PackShard>,
     key: &str,
     pack: String,
     pack_version: String,
     batch: Vec<Rollup>,
 ) -> Result<Vec<()>, MeterError> {
-    cas_update::<PackShard>(&*kv, key, |p| {
+    cas_update::<PackShard>(&*kv, last, key, |p| {
         let mut p = p.unwrap_or_else(|| PackShard {
             pack: pack.clone(),
             pack_version: pack_version.clone(),
@@ -227,25 +282,36 @@ async fn write_pack(
     Ok(vec![(); batch.len()])
 }
 
-/// Read-modify-write of one JSON record with compare-and-swap.
+/// Read-modify-write of one JSON record with compare-and-swap, starting
+/// from what this process wrote last when it has it (`last`).
 async fn cas_update<T: Record>(
     kv: &dyn KvStore,
+    last: &LastWritten<T>,
     key: &str,
     mut f: impl FnMut(Option<T>) -> T,
-) -> Result<T, MeterError> {
-    let mut cur = kv.get(key).await?;
+) -> Result<(), MeterError> {
+    let (mut cur, mut known) = match last.take(key) {
+        Some((bytes, value)) => (Some(bytes), Some(value)),
+        None => (kv.get(key).await?, None),
+    };
     for _ in 0..MAX_ROLLUP_ROUNDS {
-        let old = match &cur {
-            Some(b) => Some(T::decode(b).ok_or_else(|| MeterError::Corrupt(key.to_owned()))?),
-            None => None,
+        let old = match (&cur, known.take()) {
+            (Some(_), Some(value)) => Some(value),
+            (Some(b), None) => {
+                Some(T::decode(b).ok_or_else(|| MeterError::Corrupt(key.to_owned()))?)
+            }
+            (None, _) => None,
         };
         let next = f(old);
         let bytes = next.encode();
         match kv
-            .compare_and_swap(key, cur.as_deref(), Some(bytes))
+            .compare_and_swap(key, cur.as_deref(), Some(bytes.clone()))
             .await?
         {
-            Ok(()) => return Ok(next),
+            Ok(()) => {
+                last.put(key, bytes, next);
+                return Ok(());
+            }
             Err(actual) => {
                 cur = actual;
                 tokio::task::yield_now().await;

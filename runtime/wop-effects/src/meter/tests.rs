@@ -523,3 +523,32 @@ async fn concurrent_recorders_of_one_run_are_exact() {
         100
     );
 }
+
+/// Two meters on one store (two processes, each starting its roll-up
+/// updates from what it wrote last) take turns on one run: each one's
+/// starting point is stale every time, the compare-and-swap notices, and
+/// the roll-ups stay exact.
+#[tokio::test]
+async fn meters_taking_turns_on_one_run_stay_exact() {
+    let kv: Arc<dyn KvStore> = Arc::new(MemoryStore::new());
+    let meters = [
+        Meter::new(kv.clone(), Prices::default()),
+        Meter::new(kv.clone(), Prices::default()),
+    ];
+    let mut all = Vec::new();
+    for i in 0..20 {
+        let u = usage("turns", "alpha", i);
+        // 0, 1, 1, 0, 0, 1, 1, ...: both stale and fresh starting points.
+        let m = &meters[usize::from((i + 1) % 4 >= 2)];
+        m.record(&u, &u.node_id).await.unwrap();
+        all.push(u);
+    }
+    let want = reference(&all, None, None);
+    for m in &meters {
+        let got = m.rollup(scope(None), None).await.unwrap();
+        assert_eq!(got.0["tenant/turns"].invocations, 20);
+        assert_eq!(got.0["tenant/turns"].fuel, want.0["tenant/turns"].fuel);
+        assert_eq!(got.1["alpha@1.0.0"].invocations, 20);
+        assert_eq!(got.1["alpha@1.0.0"].fuel, want.1["alpha@1.0.0"].fuel);
+    }
+}

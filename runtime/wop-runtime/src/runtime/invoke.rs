@@ -211,7 +211,11 @@ impl Runtime {
         // A budget breach reported by the sandbox (fuel budget) follows the
         // ledger's `budget.exhausted`: exhausted → cap.breached.
         let breaches = take_budget_breaches(&mut events);
-        match self.inner.meter.record(&usage, &req.context.node_id).await {
+        let recorded = self
+            .inner
+            .meter
+            .record_with(&usage, &req.context.node_id, Some(a.metered));
+        match recorded.await {
             Ok(ev) => events.extend(ev),
             Err(e) => tracing::error!(run = %usage.run_id, error = %e, "cannot persist usage"),
         }
