@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let granted = wop_fuzz::caps(u16::from(data.first().copied().unwrap_or(0)));
     let lines: Vec<&str> = text.split('\n').collect();
-    let (_, refusal) = wop_core::pack::judge_imports(lines.iter().copied(), &granted);
+    let (_, refusal) = wop_core::pack::judge_imports("fuzz", lines.iter().copied(), &granted);
     let mut any_refused = false;
     for (i, s) in lines.iter().enumerate() {
         one(s, &granted, &mut any_refused);
