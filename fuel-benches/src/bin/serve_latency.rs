@@ -24,13 +24,17 @@ struct Conn {
 
 impl Conn {
     async fn open(addr: SocketAddr, body: &str) -> Conn {
-        let s = TcpStream::connect(addr).await.unwrap();
-        s.set_nodelay(true).unwrap();
         let request = format!(
             "POST /host/wop/invocations HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
-        )
-        .into_bytes();
+        );
+        Conn::raw(addr, request.into_bytes()).await
+    }
+
+    /// A connection that sends `request` (a whole HTTP/1.1 request).
+    async fn raw(addr: SocketAddr, request: Vec<u8>) -> Conn {
+        let s = TcpStream::connect(addr).await.unwrap();
+        s.set_nodelay(true).unwrap();
         Conn {
             s,
             buf: Vec::with_capacity(8192),
@@ -140,6 +144,19 @@ async fn measure() {
     let h = fuel_benches::stats(http);
     let l = fuel_benches::stats(lib);
 
+    // The floor of any request on this machine: `GET /healthz` (no body
+    // to parse, no invocation) over the same kind of connection.
+    let get = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n".to_vec();
+    let mut probe = Conn::raw(addr, get).await;
+    let mut floor = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let status = probe.invoke().await;
+        floor.push(t.elapsed());
+        assert_eq!(status, 200);
+    }
+    let f = fuel_benches::stats(floor);
+
     // Eight clients for two seconds each way.
     const CLIENTS: usize = 8;
     let window = Duration::from_secs(2);
@@ -195,6 +212,10 @@ async fn measure() {
         h.p99_us,
         h.per_sec,
         per_s(http_done)
+    );
+    println!(
+        "| floor: `GET /healthz` on the same server (no invocation) | {:.1} µs | {:.1} µs | {:.0} | — |",
+        f.p50_us, f.p99_us, f.per_sec
     );
     println!(
         "| HTTP − library (p50) / HTTP ÷ library (throughput) | {:.1} µs | {:.1} µs | {:.2}× | {:.2}× |",
