@@ -16,7 +16,10 @@
 //! - `mcp`: `POST /mcp` `tools/call` (minimal client headers);
 //! - `library`: `Runtime::invoke` on a separate `Runtime` built with the
 //!   same policy, store kind and pack (the same work minus HTTP, JSON and
-//!   the service's auth/capacity checks).
+//!   the service's auth/capacity checks);
+//! - `healthz`: `GET /healthz`, no body and no invocation: the floor of
+//!   any request's round trip on this machine, so what the invoke API
+//!   itself adds is `invoke` − `healthz` − `library`.
 //!
 //! Clients and server share the machine's cores (one tokio runtime, workers
 //! = cores unless `TOKIO_WORKER_THREADS` says otherwise), as a host and
@@ -38,7 +41,7 @@ use wop_serve::{ServeConfig, ServeOptions, Server};
 
 const TYPE_ID: &str = "wop.samples.hello";
 const CONCURRENCY: &str = "1,8,64";
-const PATHS: &str = "library,invoke,mcp";
+const PATHS: &str = "library,invoke,mcp,healthz";
 const GREETING: &[u8] = b"Hello, bench!";
 
 /// One measured cell.
@@ -91,20 +94,24 @@ struct Client {
     stream: TcpStream,
     buf: Vec<u8>,
     request: Arc<[u8]>,
+    /// The answer must carry the greeting (an invocation), not just `200`.
+    greeting: bool,
 }
 
 impl Client {
-    async fn open(addr: SocketAddr, request: Arc<[u8]>) -> Result<Client> {
+    async fn open(addr: SocketAddr, request: Arc<[u8]>, greeting: bool) -> Result<Client> {
         let stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
         Ok(Client {
             stream,
             buf: Vec::with_capacity(8192),
             request,
+            greeting,
         })
     }
 
-    /// Sends the request and checks the answer is `200` with the greeting.
+    /// Sends the request and checks the answer is `200` (with the greeting
+    /// for an invocation).
     async fn call(&mut self) -> Result<()> {
         self.stream.write_all(&self.request).await?;
         let mut chunk = [0u8; 8192];
@@ -133,8 +140,9 @@ impl Client {
         }
         let body = &self.buf[head_end..head_end + len];
         ensure!(
-            body.windows(GREETING.len()).any(|w| w == GREETING)
-                && !body.windows(14).any(|w| w == b"\"isError\":true"),
+            !self.greeting
+                || (body.windows(GREETING.len()).any(|w| w == GREETING)
+                    && !body.windows(14).any(|w| w == b"\"isError\":true")),
             "unexpected body: {}",
             String::from_utf8_lossy(body)
         );
@@ -212,13 +220,14 @@ where
 async fn http_cell(
     addr: SocketAddr,
     request: &Arc<[u8]>,
+    greeting: bool,
     n: usize,
     warmup: Duration,
     secs: Duration,
 ) -> Result<Cell> {
     let mut clients = Vec::new();
     for _ in 0..n {
-        clients.push(Client::open(addr, request.clone()).await?);
+        clients.push(Client::open(addr, request.clone(), greeting).await?);
     }
     measure(clients, warmup, secs, |mut c: Client| async move {
         let r = c.call().await;
@@ -337,6 +346,8 @@ async fn run(secs: Duration, concurrency: &[usize], paths: &[String]) -> Result<
         .to_string(),
     );
 
+    let healthz: Arc<[u8]> = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"[..].into();
+
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!(
         "wop-serve bench: `{TYPE_ID}`, {cores} cores, {} s per cell after {} ms warm-up, one keep-alive connection per client",
@@ -364,14 +375,20 @@ async fn run(secs: Duration, concurrency: &[usize], paths: &[String]) -> Result<
                 c.cpu_us()
             );
         }
-        for (key, name, request) in [
-            ("invoke", "`POST /host/wop/invocations`", &invoke),
-            ("mcp", "`POST /mcp` tools/call", &mcp),
+        for (key, name, request, greeting) in [
+            ("invoke", "`POST /host/wop/invocations`", &invoke, true),
+            ("mcp", "`POST /mcp` tools/call", &mcp, true),
+            (
+                "healthz",
+                "floor: `GET /healthz` (no invocation)",
+                &healthz,
+                false,
+            ),
         ] {
             if !want(key) {
                 continue;
             }
-            let c = http_cell(addr, request, n, warmup, secs).await?;
+            let c = http_cell(addr, request, greeting, n, warmup, secs).await?;
             let ratio = libc
                 .as_ref()
                 .map_or_else(|| "—".to_owned(), |l| format!("{:.2}", c.rate() / l.rate()));
@@ -382,7 +399,7 @@ async fn run(secs: Duration, concurrency: &[usize], paths: &[String]) -> Result<
                 c.pct(99),
                 c.cpu_us()
             );
-            if c.rate() > best_http.0 {
+            if greeting && c.rate() > best_http.0 {
                 best_http = (c.rate(), key, n);
             }
         }
