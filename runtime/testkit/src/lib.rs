@@ -24,6 +24,9 @@ pub enum Mode {
     /// Write these bytes verbatim as the whole response, then close
     /// (redirects, 101, bodies without a length, ...).
     Raw(String),
+    /// 200 with `{"line": <request line>, "headers": {<every request
+    /// header>}}`: an endpoint that reflects what it was sent.
+    EchoHeaders,
 }
 
 /// One received request.
@@ -109,6 +112,11 @@ impl Server {
                             return;
                         }
                         Mode::Status(s, b) => (s, b),
+                        Mode::EchoHeaders => (
+                            200,
+                            serde_json::json!({"line": req.line, "headers": req.headers})
+                                .to_string(),
+                        ),
                         Mode::Raw(raw) => {
                             let _ = sock.write_all(raw.as_bytes()).await;
                             let _ = sock.shutdown().await;

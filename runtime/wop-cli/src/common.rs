@@ -105,6 +105,14 @@ pub(crate) fn runtime(c: &Common) -> Result<Runtime, Failure> {
 }
 
 fn runtime_with(c: &Common, with_store: bool) -> Result<Runtime, Failure> {
+    let rt = build_runtime(c, with_store)?;
+    for w in rt.secret_warnings() {
+        eprintln!("wop: warning: {w}");
+    }
+    Ok(rt)
+}
+
+fn build_runtime(c: &Common, with_store: bool) -> Result<Runtime, Failure> {
     let policy = match &c.policy {
         Some(p) => Policy::from_file(p).map_err(usage)?,
         None => Policy::default(),

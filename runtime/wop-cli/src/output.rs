@@ -109,7 +109,22 @@ pub(crate) fn print_events(events: &[Event], indent: &str) {
                 decision,
                 destination,
                 reason,
-            } => println!("{indent}  egress.decided  {decision} {destination} reason={reason}"),
+                credential_id,
+                cause,
+            } => {
+                let credential = credential_id
+                    .as_ref()
+                    .map(|c| format!(" credential={c}"))
+                    .unwrap_or_default();
+                let cause = cause
+                    .as_ref()
+                    .filter(|c| *c != reason)
+                    .map(|c| format!(" ({c})"))
+                    .unwrap_or_default();
+                println!(
+                    "{indent}  egress.decided  {decision} {destination}{credential} reason={reason}{cause}"
+                )
+            }
             other => {
                 let mut v = serde_json::to_value(other).unwrap_or_default();
                 if let Some(m) = v.as_object_mut() {

@@ -150,6 +150,56 @@ fn inspect_shows_imports_and_verdict() {
 }
 
 #[test]
+fn inspect_lists_declared_secrets_against_the_policy_and_warns_without_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[secrets.api]\nvalue = \"sk-inline-secret-value\"\naudiences = [\"api.example.com\"]\n\
+         [secrets.tenant-key]\ntenants = { acme = \"env:WOP_TEST_SURELY_UNSET_KEY\" }\n\
+         audiences = [\"api.example.com\"]\n\
+         [packs.exfil]\ncapabilities = [\"log\", \"http\", \"tools\", \"mcp\"]\nsecrets = [\"api\"]\n",
+    )
+    .unwrap();
+    let p = policy.display().to_string();
+    let o = wop(&["inspect", &pack("exfil"), "--policy", &p]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(out.contains("secrets (declared by nodes"), "{out}");
+    let row = |id: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(id))
+            .unwrap_or_else(|| panic!("no row for {id}: {out}"))
+            .to_owned()
+    };
+    assert!(row("api").contains("provided") && row("api").contains("api.example.com"));
+    assert!(row("tenant-key").contains("not granted"), "{out}");
+    // Warned about, never shown.
+    assert!(
+        err.contains("secrets.api.value holds the value itself"),
+        "{err}"
+    );
+    assert!(
+        err.contains("WOP_TEST_SURELY_UNSET_KEY is not set"),
+        "{err}"
+    );
+    assert!(!out.contains("sk-inline-secret-value") && !err.contains("sk-inline-secret-value"));
+
+    let o = wop(&["inspect", &pack("exfil"), "--policy", &p, "--json"]);
+    let v = json(&o);
+    let rows = v["secrets"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{v}");
+    assert_eq!(rows[0]["typeId"], "wop.testing.exfil");
+    assert_eq!(rows[0]["kind"], "api-key");
+    assert_eq!(rows[0]["state"], "provided");
+    assert_eq!(
+        v["manifest"]["nodes"][1]["requiresSecrets"][0]["scope"],
+        "tenant"
+    );
+    assert!(!v.to_string().contains("sk-inline-secret-value"));
+}
+
+#[test]
 fn demo_tells_the_whole_story() {
     let o = Command::new(env!("CARGO_BIN_EXE_wop"))
         .arg("demo")

@@ -43,7 +43,7 @@ fn run_against_a_forbidden_url_prints_egress_denied_without_connecting() {
     assert_eq!(o.status.code(), Some(4), "{out}");
     assert!(out.contains("egress_denied"), "{out}");
     assert!(out.contains("ssrf-blocked"), "{out}");
-    assert!(out.contains("egress.decided  deny"), "{out}");
+    assert!(out.contains("egress.decided  denied"), "{out}");
     assert!(out.contains("status=Forbidden"), "{out}");
 
     for (u, reason) in [

@@ -77,6 +77,10 @@ pub enum ErrorCode {
     McpResultTooLarge,
     /// A node failed with a code of its own (the default for pack errors).
     NodeFailed,
+    /// A secret the node declares is not provided for this invocation (not
+    /// configured, not granted to the pack, no value for the tenant); the
+    /// node did not run.
+    CredentialUnavailable,
 }
 
 impl ErrorCode {
@@ -115,11 +119,12 @@ impl ErrorCode {
             Self::InteropVersionUnsupported => "interop_version_unsupported",
             Self::McpResultTooLarge => "mcp_result_too_large",
             Self::NodeFailed => "node_failed",
+            Self::CredentialUnavailable => "credential_unavailable",
         }
     }
 
     /// Every code, in declaration order (for tables and documents).
-    pub const ALL: [ErrorCode; 32] = [
+    pub const ALL: [ErrorCode; 33] = [
         Self::SandboxEscapeAttempt,
         Self::SandboxCapabilityDenied,
         Self::SandboxMemoryExceeded,
@@ -152,6 +157,7 @@ impl ErrorCode {
         Self::InteropVersionUnsupported,
         Self::McpResultTooLarge,
         Self::NodeFailed,
+        Self::CredentialUnavailable,
     ];
 
     /// The code for a protocol string, if it is one of ours.
@@ -181,6 +187,7 @@ impl ErrorCode {
                 | Self::LoopLimitExceeded
                 | Self::RunTimeout
                 | Self::InternalError
+                | Self::CredentialUnavailable
         )
     }
 }

@@ -137,17 +137,27 @@ pub enum Event {
         /// Tool results are untrusted data, never instructions.
         untrusted: bool,
     },
-    /// `egress.decided`: safe-fetch allowed or refused a destination
-    /// (the first request and every redirect hop).
+    /// `egress.decided` (RFC 0079): safe-fetch allowed or refused a
+    /// destination (the first request and every redirect hop), or a
+    /// credential was attached, refused or left off. Content-free: never a
+    /// credential value, a path, a query or a body.
     #[serde(rename = "egress.decided", rename_all = "camelCase")]
     EgressDecided {
-        /// `allow` or `deny`.
+        /// `allowed`, `denied` or `downgraded` (sent without the credential).
         decision: String,
         /// `host[:port]` only: never userinfo, path or query.
         destination: String,
-        /// `allowed`, `redirect-allowed`, or the denial reason
-        /// (`not-allowed`, `ssrf-blocked`, `scheme`, ...).
+        /// The protocol's closed vocabulary: `ok`, `out-of-audience`,
+        /// `expired`, `ssrf-blocked`, `provenance-unevaluable`,
+        /// `policy-denied`.
         reason: String,
+        /// The credential considered, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        credential_id: Option<String>,
+        /// Our finer cause (`not-allowed`, `scheme`, `redirect`, `dns`, ...),
+        /// the same as the error's `details.reason`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cause: Option<String>,
     },
 }
 

@@ -78,6 +78,7 @@ mod tests {
             version: "1.0.0".to_owned(),
             category: "c".to_owned(),
             role: "worker".to_owned(),
+            requires_secrets: Vec::new(),
         };
         Manifest {
             name: "p".to_owned(),

@@ -28,6 +28,9 @@
 //! [`admission`]). Fail-closed tool authorization, SSRF address classes and
 //! allow-lists, and the budget/limit math that decides what one invocation
 //! may spend.
+//!
+//! **Credentials** ([`secrets`]). Secrets a node declares, the operator
+//! provides, and the host attaches on the way out, only to their audience.
 
 pub mod abi;
 pub mod admission;
@@ -54,6 +57,7 @@ pub mod packfile;
 pub mod policy;
 pub mod ratelimit;
 pub mod replay;
+pub mod secrets;
 pub mod time;
 pub mod tools;
 pub mod trust;

@@ -42,6 +42,12 @@ pub struct NodeDecl {
     pub category: String,
     /// Protocol role (free text here).
     pub role: String,
+    /// Secrets the node needs (`requiresSecrets`, `requiredCredentials`):
+    /// the host attaches them on the way out; a node whose secrets the
+    /// operator does not provide fails before it runs
+    /// (`credential_unavailable`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires_secrets: Vec<crate::secrets::SecretRequirement>,
 }
 
 /// The runtime language of a pack.
@@ -287,6 +293,7 @@ impl Manifest {
                 version: nv.to_owned(),
                 category: req_str(n, "category", &p)?.to_owned(),
                 role: req_str(n, "role", &p)?.to_owned(),
+                requires_secrets: crate::secrets::requirement::parse_node(n, &p)?,
             });
         }
 

@@ -64,6 +64,10 @@ pub struct Policy {
     /// (`[trust]`; decision 0009).
     #[serde(default)]
     pub trust: crate::trust::TrustSection,
+    /// Credentials the host holds for packs (`[secrets.<id>]`); granted
+    /// per pack (`[packs.<name>] secrets`), attached on the way out.
+    #[serde(default)]
+    pub secrets: BTreeMap<String, crate::secrets::SecretSpec>,
 }
 
 /// `[metering]`.
@@ -270,6 +274,11 @@ pub struct PackGrant {
     /// by default nothing is readable.
     #[serde(default)]
     pub mcp_resources: BTreeMap<String, Vec<String>>,
+    /// Secrets (`[secrets.<id>]`) the pack's nodes may use, if a node also
+    /// declares them (`requiresSecrets`). The host attaches them; the
+    /// pack never sees a value.
+    #[serde(default)]
+    pub secrets: Vec<String>,
     /// Require a trusted signature for this pack (overrides
     /// `[trust] requireSignature`).
     pub require_signature: Option<bool>,
@@ -402,7 +411,15 @@ impl Policy {
         self.egress
             .validate(self.effects.max_result_bytes.unwrap_or(1 << 20))
             .map_err(ConfigError::Policy)?;
+        self.secret_warnings()?;
         for (name, grant) in &self.packs {
+            for (i, s) in grant.secrets.iter().enumerate() {
+                if !self.secrets.contains_key(s) {
+                    return Err(ConfigError::Policy(format!(
+                        "packs.{name}.secrets[{i}]: no [secrets.{s}] in this policy"
+                    )));
+                }
+            }
             if let Err((i, e)) = crate::egress::allow::parse_all(&grant.egress) {
                 return Err(ConfigError::Policy(format!(
                     "packs.{name}.egress[{i}]: {e}"
@@ -430,6 +447,37 @@ impl Policy {
             }
         }
         Ok(())
+    }
+
+    /// Checks `[secrets]` against the tools and MCP servers it names;
+    /// returns what an operator should be warned about (values written
+    /// into the policy file itself).
+    pub fn secret_warnings(&self) -> Result<Vec<String>, ConfigError> {
+        let http_tools: Vec<&str> = self
+            .tools
+            .iter()
+            .filter(|t| t.url.is_some())
+            .map(|t| t.id.as_str())
+            .collect();
+        let mcp_http: BTreeMap<&str, bool> = self
+            .mcp
+            .servers
+            .iter()
+            .map(|(id, s)| {
+                (
+                    id.as_str(),
+                    s.transport == mcp::McpTransportKind::StreamableHttp,
+                )
+            })
+            .collect();
+        let mut warnings = Vec::new();
+        for (id, spec) in &self.secrets {
+            warnings.extend(
+                spec.validate(id, &http_tools, &mcp_http)
+                    .map_err(ConfigError::Policy)?,
+            );
+        }
+        Ok(warnings)
     }
 
     /// The effective ceilings: defaults overridden by `[limits]`.

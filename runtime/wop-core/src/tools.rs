@@ -229,6 +229,11 @@ pub struct ToolCall {
     pub timeout: std::time::Duration,
     /// Nesting depth of node-pack tool calls (0 for a top-level node).
     pub depth: u32,
+    /// Credentials to attach to this call (the host decided: the tool is
+    /// in their audience). A provider that sends a request adds each one's
+    /// [`header`](crate::secrets::Credential::header); the gate takes their
+    /// values out of whatever the provider returns.
+    pub credentials: Vec<std::sync::Arc<crate::secrets::Credential>>,
 }
 
 /// Why a provider did not return a result.

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use wop_core::egress::{self, Decision, Denial, Target};
 use wop_core::error::ErrorCode;
 use wop_core::events::Event;
+use wop_core::secrets::decide;
 
 /// One header.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,8 +85,9 @@ fn arguments(r: &FetchRequest) -> Value {
     })
 }
 
-/// A request that passed the checks before the gate.
-type Planned = (Target, http::Method, egress::Headers);
+/// A request that passed the checks before the gate, and the credentials
+/// the pack named (`x-wop-credential`, removed from the headers).
+type Planned = (Target, http::Method, egress::Headers, Vec<String>);
 
 /// The checks before the gate: URL (scheme, name/literal, allow-list),
 /// method, headers, body size.
@@ -94,9 +96,13 @@ fn plan_checks(egress: &PackEgress, r: &FetchRequest) -> Result<Planned, Denial>
     let url = egress::parse_url(&r.url)?;
     let target = egress::check_url(&url, &egress.allow, s.allow_loopback)?;
     let method = egress::check_method(&r.method)?;
-    let pairs: Vec<(String, String)> = r
+    let (naming, pairs): (Vec<&Header>, Vec<&Header>) = r
         .headers
         .iter()
+        .partition(|h| h.name.eq_ignore_ascii_case(decide::NAMING_HEADER));
+    let named = decide::named_ids(&naming.iter().map(|h| h.value.as_str()).collect::<Vec<_>>());
+    let pairs: Vec<(String, String)> = pairs
+        .into_iter()
         .map(|h| (h.name.clone(), h.value.clone()))
         .collect();
     let headers = egress::check_headers(&pairs)?;
@@ -110,7 +116,7 @@ fn plan_checks(egress: &PackEgress, r: &FetchRequest) -> Result<Planned, Denial>
             ),
         ));
     }
-    Ok((target, method, headers))
+    Ok((target, method, headers, named))
 }
 
 /// What [`fetch`] did at the gate: the tool id and the receipt, when the
@@ -136,14 +142,9 @@ pub(crate) async fn fetch(
     let args = arguments(&request);
     let rough = egress::parse_url(&request.url).ok();
     let deny = |d: Denial, destination: String, tool_id: String, scope: &mut CallScope<'_>| {
-        scope.events.push(
-            Decision {
-                allowed: false,
-                destination: destination.clone(),
-                reason: d.reason.to_owned(),
-            }
-            .event(),
-        );
+        scope
+            .events
+            .push(Decision::denied(destination.clone(), &d).event());
         let err = GateError {
             kind: if d.code == ErrorCode::EgressDenied {
                 GateErrorKind::Forbidden
@@ -157,7 +158,7 @@ pub(crate) async fn fetch(
         gate.deny(scope, &tool_id, &args, err)
     };
 
-    let (target, method, headers) = match plan_checks(egress, &request) {
+    let (target, method, headers, named) = match plan_checks(egress, &request) {
         Ok(p) => p,
         Err(d) => {
             let (dest, tool) = match &rough {
@@ -186,14 +187,37 @@ pub(crate) async fn fetch(
             );
         }
     };
-    scope.events.push(
-        Decision {
-            allowed: true,
-            destination: target.authority(),
-            reason: "allowed".to_owned(),
-        }
-        .event(),
-    );
+    scope
+        .events
+        .push(Decision::allowed(target.authority(), None).event());
+    // The credentials that go with it (RFC 0079 §C).
+    let creds = &scope.site.credentials;
+    let plan = if creds.is_empty() && named.is_empty() {
+        decide::Plan::default()
+    } else {
+        decide::first_request(
+            creds,
+            &named,
+            &target.dest(),
+            target.url.path(),
+            wop_core::time::now_ms(),
+        )
+    };
+    for d in &plan.decisions {
+        scope
+            .events
+            .push(Decision::credential(target.authority(), d).event());
+    }
+    let reason = plan.last_reason();
+    if let Some(message) = plan.refused {
+        let err = GateError {
+            kind: GateErrorKind::Forbidden,
+            code: ErrorCode::EgressDenied,
+            message,
+            details: json!({"reason": reason, "destination": target.authority()}),
+        };
+        return (Err(gate.deny(scope, &target.tool_id(), &args, err)), None);
+    }
 
     let read = egress::is_read(&method);
     let tool_id = target.tool_id();
@@ -217,6 +241,8 @@ pub(crate) async fn fetch(
             method,
             headers,
             body: request.body,
+            credentials: plan.attach,
+            redact: scope.site.credentials.clone(),
         },
     ));
     let tool = RegisteredTool {

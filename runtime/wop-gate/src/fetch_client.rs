@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use wop_core::egress::{Decision, Denial, Target, UPSTREAM_UNAVAILABLE, check_url};
 use wop_core::error::ErrorCode;
+use wop_core::secrets::{Credential, Credentials, decide, redact};
 
 /// Resolves host names for safe-fetch. The default is [`SystemResolver`];
 /// tests inject fakes through `RuntimeConfig::resolver`.
@@ -101,6 +102,10 @@ pub struct FetchPlan {
     pub headers: wop_core::egress::Headers,
     /// The body.
     pub body: Option<Vec<u8>>,
+    /// The credentials attached to the first request (in its audience).
+    pub credentials: Vec<Arc<Credential>>,
+    /// Every credential of the invocation: taken out of the response.
+    pub redact: Credentials,
 }
 
 /// The provider of one `http:<host>` call: performs the plan, following
@@ -131,16 +136,12 @@ impl GuardedFetch {
         std::mem::take(&mut *g)
     }
 
-    fn decide(&self, allowed: bool, destination: String, reason: &str) {
+    fn decide(&self, d: Decision) {
         let mut g = match self.decisions.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
-        g.push(Decision {
-            allowed,
-            destination,
-            reason: reason.to_owned(),
-        });
+        g.push(d);
     }
 
     fn client(&self, pinned: Pinned, total: Duration) -> Result<reqwest::Client, ToolFailure> {
@@ -221,6 +222,7 @@ impl ToolProvider for GuardedFetch {
         let mut method = self.plan.method.clone();
         let mut headers = self.plan.headers.clone();
         let mut body = self.plan.body.clone();
+        let mut attached = self.plan.credentials.clone();
         let mut hop: u32 = 0;
         loop {
             let destination = target.authority();
@@ -239,9 +241,7 @@ impl ToolProvider for GuardedFetch {
             let mut rb = client
                 .request(method.clone(), target.url.clone())
                 .timeout(remaining);
-            for (n, v) in &headers {
-                rb = rb.header(n, v);
-            }
+            rb = rb.headers(with_credentials(&headers, &attached));
             if let Some(k) = &call.idempotency_key {
                 rb = rb.header("idempotency-key", k);
             }
@@ -278,7 +278,7 @@ impl ToolProvider for GuardedFetch {
                         "redirect",
                         format!("more than {} redirects", s.max_redirects),
                     );
-                    self.decide(false, destination.clone(), d.reason);
+                    self.decide(Decision::denied(destination.clone(), &d));
                     return Err(answered(&d, &destination, hop));
                 }
                 let Some(next) = next else {
@@ -286,7 +286,7 @@ impl ToolProvider for GuardedFetch {
                         "redirect",
                         format!("{destination} redirected to an invalid Location"),
                     );
-                    self.decide(false, destination.clone(), d.reason);
+                    self.decide(Decision::denied(destination.clone(), &d));
                     return Err(answered(&d, &destination, hop));
                 };
                 let checked = match check_url(&next, &self.egress.allow, s.allow_loopback) {
@@ -304,11 +304,29 @@ impl ToolProvider for GuardedFetch {
                     Ok(x) => x,
                     Err(d) => {
                         let dest = wop_core::egress::rough_authority(&next);
-                        self.decide(false, dest.clone(), d.reason);
+                        self.decide(Decision::denied(dest.clone(), &d));
                         return Err(answered(&d, &dest, hop));
                     }
                 };
-                self.decide(true, t.authority(), "redirect-allowed");
+                self.decide(Decision::allowed(t.authority(), Some("redirect")));
+                if !attached.is_empty() {
+                    let plan = decide::hop(
+                        &attached,
+                        same_origin(&target, &t),
+                        &t.dest(),
+                        t.url.path(),
+                        wop_core::time::now_ms(),
+                    );
+                    for d in &plan.decisions {
+                        self.decide(Decision::credential(t.authority(), d));
+                    }
+                    let reason = plan.last_reason();
+                    if let Some(message) = plan.refused {
+                        let d = Denial::denied(reason, message);
+                        return Err(answered(&d, &t.authority(), hop));
+                    }
+                    attached = plan.attach;
+                }
                 pinned.pin(&t, &addrs);
                 let to_get = (status == reqwest::StatusCode::SEE_OTHER
                     && method != reqwest::Method::HEAD)
@@ -326,17 +344,67 @@ impl ToolProvider for GuardedFetch {
                 target = t;
                 continue;
             }
-            return read_response(resp, s.max_response_bytes, &destination, hop).await;
+            let read = Read {
+                cap: s.max_response_bytes,
+                destination: &destination,
+                hop,
+                credentialed: !attached.is_empty(),
+                redact: &self.plan.redact,
+            };
+            return read_response(resp, read).await;
         }
     }
 }
 
-async fn read_response(
-    mut resp: reqwest::Response,
+/// The pack's headers with the credentials attached: a credential replaces
+/// a header of the same name; a credentialed request asks for an unencoded
+/// whole response (no `Accept-Encoding`, no `Range`), so nothing the
+/// destination echoes can come back in a form redaction cannot see.
+fn with_credentials(
+    headers: &wop_core::egress::Headers,
+    attached: &[Arc<Credential>],
+) -> reqwest::header::HeaderMap {
+    let mut out = reqwest::header::HeaderMap::new();
+    let taken: Vec<(http::HeaderName, http::HeaderValue)> =
+        attached.iter().filter_map(|c| c.header()).collect();
+    for (n, v) in headers {
+        let replaced = taken.iter().any(|(t, _)| t == n);
+        let unsafe_with_credentials =
+            !attached.is_empty() && matches!(n.as_str(), "accept-encoding" | "range" | "if-range");
+        if !replaced && !unsafe_with_credentials {
+            out.append(n.clone(), v.clone());
+        }
+    }
+    if !attached.is_empty() {
+        out.insert(
+            reqwest::header::ACCEPT_ENCODING,
+            http::HeaderValue::from_static("identity"),
+        );
+    }
+    for (n, v) in taken {
+        out.insert(n, v);
+    }
+    out
+}
+
+/// How to read one response.
+struct Read<'a> {
     cap: u64,
-    destination: &str,
+    destination: &'a str,
     hop: u32,
-) -> Result<Value, ToolFailure> {
+    /// A credential went with the request.
+    credentialed: bool,
+    /// Taken out of the status line's headers and the body.
+    redact: &'a Credentials,
+}
+
+async fn read_response(mut resp: reqwest::Response, r: Read<'_>) -> Result<Value, ToolFailure> {
+    let Read {
+        cap,
+        destination,
+        hop,
+        ..
+    } = r;
     let too_large = |observed: u64| {
         let d = Denial::denied(
             "body-too-large",
@@ -351,7 +419,21 @@ async fn read_response(
         return Err(too_large(n));
     }
     let status = resp.status().as_u16();
-    let headers: Vec<Value> = resp
+    let encoding = resp
+        .headers()
+        .get(reqwest::header::CONTENT_ENCODING)
+        .map(|v| v.as_bytes().to_ascii_lowercase());
+    if r.credentialed && encoding.is_some_and(|e| e != b"identity") {
+        let d = Denial::denied(
+            "encoded-response",
+            format!(
+                "{destination} answered a credentialed request with an encoded body; the host \
+                 cannot check it for the credential, so it is not returned"
+            ),
+        );
+        return Err(answered(&d, destination, hop));
+    }
+    let mut headers: Vec<Value> = resp
         .headers()
         .iter()
         .map(|(n, v)| json!([n.as_str(), String::from_utf8_lossy(v.as_bytes())]))
@@ -375,6 +457,20 @@ async fn read_response(
                 return Err(f);
             }
         }
+    }
+    if !r.redact.is_empty()
+        && let Some(clean) = redact::bytes(r.redact, &body)
+    {
+        body = clean;
+        // The original length would tell the pack the value's length.
+        for h in &mut headers {
+            if h[0] == "content-length" {
+                h[1] = Value::String(body.len().to_string());
+            }
+        }
+    }
+    for h in &mut headers {
+        redact::value(r.redact, h);
     }
     Ok(json!({
         "status": status,

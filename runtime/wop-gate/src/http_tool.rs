@@ -64,6 +64,11 @@ impl ToolProvider for HttpTool {
         if let Some(k) = &call.idempotency_key {
             req = req.header("idempotency-key", k);
         }
+        // The host's credentials for this tool (the gate decided; it also
+        // takes their values out of the reply).
+        for (name, value) in call.credentials.iter().filter_map(|c| c.header()) {
+            req = req.header(name, value);
+        }
         let body = serde_json::to_vec(&call.arguments).unwrap_or_default();
         let resp = match req.body(body).send().await {
             Ok(r) => r,
@@ -126,6 +131,14 @@ impl ToolProvider for HttpTool {
             format!("tool `{}` answered HTTP {}", call.tool_id, status.as_u16()),
             Some(serde_json::json!({"status": status.as_u16(), "body": parsed.ok()})),
         ))
+    }
+
+    fn destination(&self) -> Option<String> {
+        let host = self.url.host_str()?;
+        Some(match self.url.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.to_owned(),
+        })
     }
 }
 

@@ -34,6 +34,7 @@ mod gate;
 pub mod http_tool;
 pub mod mcp;
 pub mod pack_tool;
+pub mod secrets;
 mod session;
 pub mod tools;
 

@@ -373,10 +373,29 @@ impl crate::ToolProvider for McpTool {
         // The hub keeps the deadline itself, so a connect or handshake that
         // runs out of time is known not to have sent the call.
         let by = tokio::time::Instant::now() + call.timeout;
+        let headers: reqwest::header::HeaderMap =
+            call.credentials.iter().filter_map(|c| c.header()).collect();
         self.hub
-            .call_tool_by(&self.server, &self.name, call.arguments, meta, Some(by))
+            .call_tool_with(
+                &self.server,
+                &self.name,
+                call.arguments,
+                meta,
+                Some(by),
+                headers,
+            )
             .await
             .map_err(|f| classify(&f))
+    }
+
+    fn destination(&self) -> Option<String> {
+        let url = self.hub.config(&self.server)?.url.as_deref()?;
+        let u = reqwest::Url::parse(url).ok()?;
+        let host = u.host_str()?;
+        Some(match u.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.to_owned(),
+        })
     }
 }
 

@@ -16,6 +16,12 @@ pub trait ToolProvider: Send + Sync {
     /// Performs the call. Must respect `call.timeout` and treat
     /// `call.arguments` as hostile.
     async fn call(&self, call: ToolCall) -> Result<Value, ToolFailure>;
+
+    /// Where calls go, `host[:port]`, for `egress.decided` when a
+    /// credential is attached (default: unknown, the tool id is shown).
+    fn destination(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A tool in the registry.

@@ -72,6 +72,7 @@ fn session(gate: &Arc<Gate>, attempt: u32, granted: &[&str]) -> GateSession {
         depth: 0,
         transport: Transport::Native,
         meter: None,
+        credentials: Default::default(),
     };
     let log = Arc::new(Mutex::new(LogBuffer::new(1 << 20, 4096)));
     GateSession::new(gate.clone(), site, None, log)

@@ -123,13 +123,22 @@ impl HttpConn {
     /// (the caller bounds time by dropping this future). A connection that
     /// could not be opened is a failure before sending; anything later may
     /// have reached the server.
-    pub(crate) async fn request(&self, method: &str, params: &Value) -> Result<Value, McpFailure> {
+    pub(crate) async fn request(
+        &self,
+        method: &str,
+        params: &Value,
+        extra: &HeaderMap,
+    ) -> Result<Value, McpFailure> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = protocol::request_bytes(id, method, params);
+        let mut headers = self.headers_for(method, Some(params));
+        for (name, value) in extra {
+            headers.insert(name.clone(), value.clone());
+        }
         let resp = self
             .client
             .post(&self.url)
-            .headers(self.headers_for(method, Some(params)))
+            .headers(headers)
             .body(body)
             .send()
             .await

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use crate::config::{McpServerConfig, validate_servers};
 use crate::error::{McpError, McpFailure};
 use crate::server::{Server, ServerStatus};
+pub use crate::session::ExtraHeaders;
 
 /// The host-side MCP client for a fixed set of configured servers.
 ///
@@ -85,13 +86,29 @@ impl McpHub {
         meta: Map<String, Value>,
         by: Option<tokio::time::Instant>,
     ) -> Result<Value, McpFailure> {
+        self.call_tool_with(server, name, arguments, meta, by, ExtraHeaders::new())
+            .await
+    }
+
+    /// [`McpHub::call_tool_by`] with `headers` added to the request (the
+    /// credentials the host attaches; HTTP servers only: a stdio server
+    /// refuses them before sending).
+    pub async fn call_tool_with(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: Value,
+        meta: Map<String, Value>,
+        by: Option<tokio::time::Instant>,
+        headers: ExtraHeaders,
+    ) -> Result<Value, McpFailure> {
         let srv = self.server(server).map_err(McpFailure::not_sent)?;
         let mut base = Map::new();
         base.insert("name".into(), Value::String(name.to_owned()));
         if !arguments.is_null() {
             base.insert("arguments".into(), arguments);
         }
-        srv.request("tools/call", base, meta, by).await
+        srv.request("tools/call", base, meta, by, &headers).await
     }
 
     /// One page of `tools/list` as received (including `nextCursor`).
@@ -105,7 +122,7 @@ impl McpHub {
         if let Some(c) = cursor {
             base.insert("cursor".into(), Value::String(c));
         }
-        srv.request("tools/list", base, Map::new(), None)
+        srv.request("tools/list", base, Map::new(), None, &Default::default())
             .await
             .map_err(|f| f.error)
     }
@@ -115,9 +132,15 @@ impl McpHub {
         let srv = self.server(server)?;
         let mut base = Map::new();
         base.insert("uri".into(), Value::String(uri.to_owned()));
-        srv.request("resources/read", base, Map::new(), None)
-            .await
-            .map_err(|f| f.error)
+        srv.request(
+            "resources/read",
+            base,
+            Map::new(),
+            None,
+            &Default::default(),
+        )
+        .await
+        .map_err(|f| f.error)
     }
 
     /// The host's health document: `{serverId, transport, protocolVersion,

@@ -42,7 +42,7 @@ mod stdio;
 
 pub use config::{McpServerConfig, McpTransportKind, ToolTier};
 pub use error::{McpError, McpFailure};
-pub use hub::McpHub;
+pub use hub::{ExtraHeaders, McpHub};
 pub use protocol::{
     REV_2025_03_26, REV_2025_06_18, REV_2025_11_25, REV_2026_07_28, SUPPORTED_REVISIONS,
 };

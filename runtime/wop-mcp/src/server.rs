@@ -87,6 +87,7 @@ impl Server {
         base: Map<String, Value>,
         meta: Map<String, Value>,
         by: Option<Instant>,
+        extra: &crate::session::ExtraHeaders,
     ) -> Result<Value, McpFailure> {
         let started = Instant::now();
         let deadline = match by {
@@ -98,7 +99,7 @@ impl Server {
             .bounded(
                 started,
                 deadline,
-                session.request(method, base.clone(), meta.clone()),
+                session.request(method, base.clone(), meta.clone(), extra),
             )
             .await;
         // An HTTP session the server forgot (404) was not processed there:
@@ -114,8 +115,12 @@ impl Server {
             return first;
         }
         let session = self.session(deadline).await.map_err(McpFailure::not_sent)?;
-        self.bounded(started, deadline, session.request(method, base, meta))
-            .await
+        self.bounded(
+            started,
+            deadline,
+            session.request(method, base, meta, extra),
+        )
+        .await
     }
 
     /// `fut` (a request on a live session) until `deadline`; running out
@@ -292,8 +297,11 @@ impl Server {
             let deadline = self.deadline();
             match self.session(deadline).await {
                 Ok(session) => {
-                    match timeout_at(deadline, session.request("ping", Map::new(), Map::new()))
-                        .await
+                    match timeout_at(
+                        deadline,
+                        session.request("ping", Map::new(), Map::new(), &Default::default()),
+                    )
+                    .await
                     {
                         Ok(Ok(_))
                         | Ok(Err(McpFailure {

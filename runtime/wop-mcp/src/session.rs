@@ -35,11 +35,29 @@ pub(crate) enum Wire {
     Http(Arc<HttpConn>),
 }
 
+/// Headers added to one request: credentials the host attaches (HTTP only).
+pub type ExtraHeaders = reqwest::header::HeaderMap;
+
 impl Wire {
     async fn request(&self, method: &str, params: &Value) -> Result<Value, McpFailure> {
+        self.request_with(method, params, &ExtraHeaders::new())
+            .await
+    }
+
+    async fn request_with(
+        &self,
+        method: &str,
+        params: &Value,
+        extra: &ExtraHeaders,
+    ) -> Result<Value, McpFailure> {
         match self {
+            Wire::Stdio(_) if !extra.is_empty() => {
+                Err(McpFailure::not_sent(McpError::unavailable(
+                    "a credential can be attached only to an MCP server over HTTP",
+                )))
+            }
             Wire::Stdio(c) => c.request(method, params).await,
-            Wire::Http(c) => c.request(method, params).await,
+            Wire::Http(c) => c.request(method, params, extra).await,
         }
     }
 
@@ -81,9 +99,10 @@ impl Session {
         method: &str,
         base: Map<String, Value>,
         caller_meta: Map<String, Value>,
+        extra: &ExtraHeaders,
     ) -> Result<Value, McpFailure> {
         let params = protocol::with_meta(base, caller_meta, self.modern_meta.as_ref());
-        self.wire.request(method, &params).await
+        self.wire.request_with(method, &params, extra).await
     }
 
     /// Negotiates a revision over `wire`, finishing by `deadline`.

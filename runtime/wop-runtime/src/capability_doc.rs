@@ -20,6 +20,13 @@ pub struct CapabilityDocument {
     pub node_pack_runtimes: Value,
     /// `sandbox`: the isolation contract.
     pub sandbox: Value,
+    /// `httpClient`: safe-fetch and the credential egress policy
+    /// (RFC 0079 `egressPolicy`: credentials bound to their audiences,
+    /// `egress.decided` emitted).
+    pub http_client: Value,
+    /// `secrets`: host-held credentials a node may declare
+    /// (`requiresSecrets`); the host attaches them, a pack never sees them.
+    pub secrets: Value,
 }
 
 /// The capability document of a runtime whose ceilings are `limits` and
@@ -63,6 +70,21 @@ pub(crate) fn document(limits: Limits, registry: &Registry) -> CapabilityDocumen
             "allowedHostCalls": allowed,
             "memoryLimitBytes": limits.memory_bytes,
             "wallClockLimitMs": limits.wall_clock_ms,
+        }),
+        http_client: json!({
+            "safeFetch": {"supported": true},
+            "egressPolicy": {
+                "supported": true,
+                "decisions": ["allowed", "denied", "downgraded"],
+            },
+        }),
+        secrets: json!({
+            "supported": true,
+            "kinds": ["ai-provider", "api-key", "oauth-token", "custom"],
+            "scopes": ["tenant"],
+            "attach": ["bearer", "basic", "header"],
+            "paths": ["safe-fetch", "http-tool", "mcp-http"],
+            "unavailableCode": "credential_unavailable",
         }),
     }
 }

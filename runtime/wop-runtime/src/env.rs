@@ -57,6 +57,9 @@ pub(crate) struct RunEnv<'a> {
     pub tap: Option<Tap>,
     /// Counts instantiations (for operators and tests).
     pub instantiations: Option<&'a AtomicU64>,
+    /// The credentials host calls may attach (the node's declared
+    /// secrets, resolved at admission).
+    pub credentials: wop_core::secrets::Credentials,
 }
 
 /// The context of the runtime's own executions (`describe()` and ABI v1
@@ -93,6 +96,7 @@ impl<'a> RunEnv<'a> {
             breakdown: false,
             tap: None,
             instantiations,
+            credentials: Default::default(),
         }
     }
 

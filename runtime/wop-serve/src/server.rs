@@ -314,6 +314,9 @@ impl Server {
             rc.tool(t.clone());
         }
         let rt = Runtime::new(&rc).map_err(|e| ServeError::Runtime(e.to_string()))?;
+        for w in rt.secret_warnings() {
+            tracing::warn!("{w}");
+        }
         let mut loaded = Vec::new();
         let mut refused = Vec::new();
         let mut provenance = BTreeMap::new();

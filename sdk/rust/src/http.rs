@@ -122,6 +122,20 @@ impl HttpRequest {
         self.idempotency_key = Some(key.into());
         self
     }
+
+    /// Require the host credential `id` on this request (the
+    /// `x-wop-credential` header, removed by the host before sending).
+    ///
+    /// You never need this to get a credential: the host attaches every
+    /// credential your node declares (`requiresSecrets` in `pack.json`) to
+    /// requests inside its audience. Naming one makes a request to a
+    /// destination outside that audience fail (`egress_denied`,
+    /// `out-of-audience`) instead of going out unauthenticated. The value
+    /// never reaches the pack; echoes of it come back as `[redacted:<id>]`.
+    #[must_use]
+    pub fn credential(self, id: impl Into<String>) -> Self {
+        self.header("x-wop-credential", id)
+    }
 }
 
 /// An HTTP response with its body read completely.

@@ -30,6 +30,17 @@
 //! may refuse; prefer [`Ctx::now_ms`] and [`Ctx::random_bytes`], which are
 //! replay-safe.
 //!
+//! ## Credentials without seeing them
+//!
+//! A node that calls an authenticated API declares the secret in
+//! `pack.json` (`"requiresSecrets": [{"id": "stripe", "kind": "api-key"}]`
+//! on the node); the operator provides the value and where it may go, and
+//! the host attaches it to requests in that audience. The pack never sees
+//! it (echoes come back as `[redacted:stripe]`); a node whose secret is not
+//! provided fails before it runs with `credential_unavailable`. Use
+//! [`HttpRequest::credential`] to make a request outside the audience fail
+//! instead of going out unauthenticated.
+//!
 //! ## Example
 //!
 //! `Cargo.toml`:

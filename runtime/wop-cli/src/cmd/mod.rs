@@ -8,6 +8,7 @@ pub(crate) mod new;
 pub(crate) mod pack;
 pub(crate) mod probe;
 pub(crate) mod run;
+pub(crate) mod secrets_view;
 pub(crate) mod tools;
 pub(crate) mod trust;
 pub(crate) mod usage;

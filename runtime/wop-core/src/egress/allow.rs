@@ -143,6 +143,11 @@ impl Pattern {
         })
     }
 
+    /// Whether the host part is `*` (every host).
+    pub fn is_any_host(&self) -> bool {
+        self.host == HostPat::Any
+    }
+
     /// The pattern as written.
     pub fn as_str(&self) -> &str {
         &self.text

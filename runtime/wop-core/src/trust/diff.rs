@@ -10,7 +10,7 @@ use serde::Serialize;
 #[serde(rename_all = "camelCase")]
 pub struct Addition {
     /// `capability`, `tool`, `egress`, `mcp-server`, `mcp-tool`,
-    /// `mcp-resource`, `limit`.
+    /// `mcp-resource`, `secret`, `limit`.
     pub kind: &'static str,
     /// What is added (a capability name, tool id, destination, …; for a
     /// limit, `name: old -> new`).
@@ -64,6 +64,24 @@ pub fn additions(old: &Manifest, new: &Manifest) -> Vec<Addition> {
             if !olds.is_some_and(|v| v.contains(p)) {
                 out.push(add("mcp-resource", &format!("{server}: {p}")));
             }
+        }
+    }
+    // A secret a node newly declares: it would have the host send a
+    // credential on its behalf.
+    let declared = |m: &Manifest| -> Vec<(String, String)> {
+        m.nodes
+            .iter()
+            .flat_map(|node| {
+                node.requires_secrets
+                    .iter()
+                    .map(|r| (node.type_id.clone(), r.id.clone()))
+            })
+            .collect()
+    };
+    let old_secrets = declared(old);
+    for (type_id, id) in declared(new) {
+        if !old_secrets.contains(&(type_id.clone(), id.clone())) {
+            out.push(add("secret", &format!("{type_id}: {id}")));
         }
     }
     limit_additions(&o.limits, &n.limits, &mut out);

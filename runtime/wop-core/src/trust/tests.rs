@@ -238,6 +238,22 @@ fn diff_lists_only_additions() {
             "limit: fuel: 10 -> 20"
         ]
     );
+    let secret = old.clone();
+    let mut with_secret = old.clone();
+    with_secret.nodes[0]
+        .requires_secrets
+        .push(crate::secrets::SecretRequirement {
+            id: "stripe".into(),
+            kind: crate::secrets::SecretKind::ApiKey,
+            provider: None,
+            scope: None,
+        });
+    let adds: Vec<String> = diff::additions(&secret, &with_secret)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(adds, ["secret: p.a: stripe"]);
+    assert!(diff::additions(&with_secret, &secret).is_empty());
     let dropped = m(r#"["tools"]"#, r#","tools":["a:b"]"#);
     let adds = diff::additions(&old, &dropped);
     assert_eq!(

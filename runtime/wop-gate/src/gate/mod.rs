@@ -43,6 +43,9 @@ pub struct CallSite {
     pub transport: Transport,
     /// The run's budget meter; tool calls are charged before they run.
     pub meter: Option<MeterSite>,
+    /// The credentials this invocation may have attached (its node's
+    /// declared secrets, granted and resolved for its tenant).
+    pub credentials: wop_core::secrets::Credentials,
 }
 
 /// The run whose budget pays for calls at a call site.

@@ -45,6 +45,15 @@ impl Gate {
             return r;
         }
 
+        // 2b. Credentials whose audience is this tool.
+        let credentials = match self.credentials_for(site, tool, events) {
+            Ok(c) => c,
+            Err(e) => {
+                let r = Err(e);
+                events.push(returned(ToolStatus::Forbidden, None, &r, false, None));
+                return r;
+            }
+        };
         let remaining = site.deadline.saturating_duration_since(Instant::now());
         let mut call = ToolCall {
             tool_id: tool_id.to_owned(),
@@ -54,6 +63,7 @@ impl Gate {
             context: site.context.clone(),
             timeout: tool.timeout.min(remaining),
             depth: site.depth,
+            credentials,
         };
 
         // 3. Reads and pure tools: perform directly.
@@ -65,7 +75,7 @@ impl Gate {
             }
             let started = Instant::now();
             receipt.performed = true;
-            let r = self.bounded(tool.provider.call(call).await);
+            let r = self.bounded(call_provider(tool, call, &site.credentials).await);
             self.breach_if_too_large(site, &r, events);
             let status = if r.is_ok() {
                 ToolStatus::Ok
@@ -166,7 +176,7 @@ impl Gate {
                 let started = Instant::now();
                 receipt.performed = true;
                 receipt.claimed = true;
-                let outcome = tool.provider.call(call).await;
+                let outcome = call_provider(tool, call, &site.credentials).await;
                 let duration = started.elapsed();
                 let r = self.record(&claimed, outcome, idempotent, resend).await;
                 self.breach_if_too_large(site, &r, events);
@@ -297,6 +307,42 @@ impl Gate {
     }
 
     /// Applies the result-size cap.
+    /// The credentials to attach to a call of `tool`, with their
+    /// `egress.decided` events; an expired one refuses the call.
+    fn credentials_for(
+        &self,
+        site: &CallSite,
+        tool: &RegisteredTool,
+        events: &mut dyn crate::audit::Audit,
+    ) -> Result<Vec<std::sync::Arc<wop_core::secrets::Credential>>, GateError> {
+        if site.credentials.is_empty() {
+            return Ok(Vec::new());
+        }
+        let tool_id = tool.descriptor.tool_id.as_str();
+        let plan = wop_core::secrets::decide::for_tool(
+            &site.credentials,
+            tool_id,
+            wop_core::time::now_ms(),
+        );
+        let destination = tool
+            .provider
+            .destination()
+            .unwrap_or_else(|| tool_id.to_owned());
+        for d in &plan.decisions {
+            events.push(wop_core::egress::Decision::credential(destination.clone(), d).event());
+        }
+        let reason = plan.last_reason();
+        match plan.refused {
+            None => Ok(plan.attach),
+            Some(message) => Err(GateError::new(
+                GateErrorKind::Forbidden,
+                ErrorCode::EgressDenied,
+                format!("`{tool_id}` was not called: {message}"),
+                json!({"reason": reason, "toolName": tool_id}),
+            )),
+        }
+    }
+
     fn bounded(&self, r: Result<Value, ToolFailure>) -> Result<Value, GateError> {
         match r {
             Ok(v) => {
@@ -377,4 +423,32 @@ impl Gate {
             }),
         }
     }
+}
+
+/// Calls the provider and takes the invocation's credential values out of
+/// what it returns, before anything records, emits or returns it.
+async fn call_provider(
+    tool: &RegisteredTool,
+    call: ToolCall,
+    credentials: &wop_core::secrets::Credentials,
+) -> Result<Value, ToolFailure> {
+    let mut r = tool.provider.call(call).await;
+    if credentials.is_empty() {
+        return r;
+    }
+    use wop_core::secrets::redact;
+    match &mut r {
+        Ok(v) => {
+            redact::value(credentials, v);
+        }
+        Err(f) => {
+            if let Some(m) = redact::string(credentials, &f.message) {
+                f.message = m;
+            }
+            if let Some(d) = &mut f.details {
+                redact::value(credentials, d);
+            }
+        }
+    }
+    r
 }

@@ -48,6 +48,24 @@ def idempotency_count(key: str) -> int:
     return counts[key]
 
 
+seen_auth: list = []
+
+
+@mcp.tool()
+def whoami(ctx: Context) -> dict:
+    """Reflects the request's credential headers (a hostile echo)."""
+    h = ctx.headers or {}
+    got = {"authorization": h.get("authorization"), "x-api-key": h.get("x-api-key")}
+    seen_auth.append(got)
+    return got
+
+
+@mcp.tool()
+def auth_log() -> list:
+    """The credential headers of every whoami call so far, in order."""
+    return seen_auth
+
+
 @mcp.resource("test://greeting")
 def greeting() -> str:
     """A static text resource."""

@@ -134,6 +134,7 @@ pub(super) fn bare_manifest(name: &str, ids: &[String], path: &Path, sha256: &st
                 version: "0.0.0".to_owned(),
                 category: "unspecified".to_owned(),
                 role: "worker".to_owned(),
+                requires_secrets: Vec::new(),
             })
             .collect(),
         runtime: RuntimeDecl {

@@ -57,6 +57,7 @@ pub(crate) async fn execute(
             run_id: env.context.run_id.clone(),
             node_id: env.context.node_id.clone(),
         }),
+        credentials: env.credentials.clone(),
     };
     let mut session = GateSession::new(
         reach.gate.clone(),

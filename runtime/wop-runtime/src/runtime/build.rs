@@ -128,9 +128,10 @@ fn build_gate(config: &RuntimeConfig, me: &InvokerSlot) -> Result<Gate, ConfigEr
         d.description = t.description.clone();
         d.input_schema = t.input_schema.clone();
         d.replay_policy = t.replay_policy;
-        d.auth = (!t.scopes.is_empty()).then(|| ToolAuth {
+        let carries = policy.secrets.values().any(|s| s.tools.contains(&t.id));
+        d.auth = (!t.scopes.is_empty() || carries).then(|| ToolAuth {
             scopes: t.scopes.clone(),
-            credential_ref: false,
+            credential_ref: carries,
         });
         d.egress = Some(if t.url.is_some() {
             Egress::HostOwned
@@ -205,6 +206,7 @@ pub(super) fn inner(config: &RuntimeConfig) -> Result<(Inner, InvokerSlot), Conf
         instantiations: AtomicU64::new(0),
         nested: OnceLock::new(),
         mcp: Arc::new(mcp),
+        secrets: wop_gate::secrets::SecretStore::load(&config.policy),
     };
     Ok((inner, me))
 }

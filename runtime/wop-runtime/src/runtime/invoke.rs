@@ -36,6 +36,8 @@ struct Admitted {
     events: Vec<Event>,
     /// The live view of this invocation's sink, if it has one.
     live: Option<Arc<Live>>,
+    /// The node's credentials, resolved for its tenant.
+    credentials: wop_core::secrets::Credentials,
 }
 
 /// Two sinks, each receiving every event.
@@ -112,6 +114,10 @@ impl Runtime {
             return Err(refused(e, Vec::new()));
         };
         let policy = &self.inner.policy;
+        let credentials = match self.credentials(&pack, req) {
+            Ok(c) => c,
+            Err(e) => return Err(refused(e, Vec::new())),
+        };
         let budget = req.budget.unwrap_or_else(|| policy.runs.budget());
         let bounds = req.bounds.unwrap_or_else(|| policy.runs.bounds());
         if let Err(e) = budget.validate() {
@@ -161,7 +167,43 @@ impl Runtime {
             metered: !ledger.budget.is_empty(),
             events,
             live,
+            credentials,
         })
+    }
+
+    /// The credentials of the node `req` runs: its declared secrets,
+    /// granted to its pack and resolved for its tenant; or
+    /// `credential_unavailable`, before anything ran.
+    fn credentials(
+        &self,
+        pack: &PackKind,
+        req: &InvokeRequest,
+    ) -> Result<wop_core::secrets::Credentials, NodeError> {
+        let m = &pack.inspection().manifest;
+        let Some(node) = m.nodes.iter().find(|n| n.type_id == req.type_id) else {
+            return Ok(Default::default());
+        };
+        if node.requires_secrets.is_empty() {
+            return Ok(Default::default());
+        }
+        let granted = self
+            .inner
+            .policy
+            .packs
+            .get(&m.name)
+            .map_or(&[][..], |g| g.secrets.as_slice());
+        self.inner
+            .secrets
+            .resolve(
+                &m.name,
+                granted,
+                &node.requires_secrets,
+                &req.context.tenant_id,
+            )
+            .map_err(|u| {
+                let details = wop_core::details! {"secretId" => u.secret};
+                NodeError::runtime(ErrorCode::CredentialUnavailable, u.message, details)
+            })
     }
 
     /// What step 2 runs with.
@@ -178,6 +220,7 @@ impl Runtime {
             breakdown: self.breakdown(),
             tap: a.live.as_ref().map(Live::tap),
             instantiations: Some(&self.inner.instantiations),
+            credentials: a.credentials.clone(),
         }
     }
 

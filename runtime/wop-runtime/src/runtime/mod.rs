@@ -66,6 +66,8 @@ pub(crate) struct Inner {
     /// The MCP client for `ctx.mcp` (one per runtime: stdio servers start
     /// once, not per invocation).
     mcp: Arc<wop_gate::mcp::McpGateway>,
+    /// The operator's credentials (`[secrets]`), read once.
+    secrets: wop_gate::secrets::SecretStore,
 }
 
 /// Node-pack tools run nested invocations through the runtime.
@@ -270,6 +272,16 @@ impl Runtime {
     /// The operator policy in force.
     pub fn policy(&self) -> &Policy {
         &self.inner.policy
+    }
+
+    /// What an operator should be told about `[secrets]` at start: values
+    /// written into the policy file itself, and values that could not be
+    /// read (nodes needing them fail with `credential_unavailable`).
+    /// Never a value.
+    pub fn secret_warnings(&self) -> Vec<String> {
+        let mut out = self.inner.policy.secret_warnings().unwrap_or_default();
+        out.extend(self.inner.secrets.problems());
+        out
     }
 
     /// Counters: compilations, cache hits, instantiations.

@@ -145,7 +145,13 @@ fn decisions(r: &InvocationReport) -> Vec<(String, String, String)> {
                 decision,
                 destination,
                 reason,
-            } => Some((decision.clone(), destination.clone(), reason.clone())),
+                cause,
+                ..
+            } => Some((
+                decision.clone(),
+                destination.clone(),
+                cause.clone().unwrap_or_else(|| reason.clone()),
+            )),
             _ => None,
         })
         .collect()
@@ -171,7 +177,7 @@ fn returned(r: &InvocationReport) -> Vec<(ToolStatus, bool, String)> {
 #[derive(Debug, Clone, Copy)]
 enum Expect {
     /// Refused before the gate performed anything: `egress_denied` with
-    /// this reason, an `egress.decided deny`, the audit pair with status
+    /// this reason, an `egress.decided denied`, the audit pair with status
     /// `forbidden` and no `durationMs`.
     Denied(&'static str),
     /// Refused before the gate, with another code (`upstream_unavailable`).
@@ -216,7 +222,7 @@ async fn run_cases(rt: &Runtime, cases: Vec<Case>, guard: &Server) -> usize {
         match c.expect {
             Expect::Denied(_) | Expect::Refused(..) => {
                 assert_eq!(ds.len(), 1, "{}: {ds:?}", c.name);
-                assert_eq!(ds[0].0, "deny", "{}", c.name);
+                assert_eq!(ds[0].0, "denied", "{}", c.name);
                 assert_eq!(ds[0].2, want_reason, "{}", c.name);
                 assert_eq!(ret.len(), 1, "{}: {ret:?}", c.name);
                 let want_status = if code == "egress_denied" {
@@ -230,7 +236,7 @@ async fn run_cases(rt: &Runtime, cases: Vec<Case>, guard: &Server) -> usize {
             }
             Expect::HopDenied(_) => {
                 let last = ds.last().unwrap();
-                assert_eq!(last.0, "deny", "{}: {ds:?}", c.name);
+                assert_eq!(last.0, "denied", "{}: {ds:?}", c.name);
                 assert_eq!(last.2, want_reason, "{}", c.name);
                 assert!(
                     e.details.as_ref().unwrap()["redirectHop"].as_u64().unwrap() >= 1,
@@ -1007,7 +1013,7 @@ async fn allowed_fetch_returns_the_body_through_the_gate() {
     let dest = format!("api.test:{}", s.addr.port());
     assert_eq!(
         decisions(&r),
-        vec![("allow".to_owned(), dest, "allowed".to_owned())]
+        vec![("allowed".to_owned(), dest, "ok".to_owned())]
     );
     assert_eq!(
         returned(&r),
@@ -1225,7 +1231,7 @@ async fn redirects_are_returned_unless_the_operator_allows_following() {
     assert_eq!(target.count(), 1);
     let ds = decisions(&r);
     assert_eq!(ds.len(), 2, "{ds:?}");
-    assert_eq!(ds[1].2, "redirect-allowed");
+    assert_eq!(ds[1].2, "redirect");
     // The hop's decision is reported before the call's tool-returned.
     let pos = |name: &str| r.events.iter().position(|e| e.name() == name).unwrap();
     assert!(

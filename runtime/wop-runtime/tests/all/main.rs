@@ -4,6 +4,7 @@
 
 mod abi_v1;
 mod cache;
+mod credentials;
 mod egress;
 mod filesystem;
 mod fuel_per_byte;

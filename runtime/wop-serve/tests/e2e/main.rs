@@ -6,6 +6,7 @@ mod abuse;
 mod backpressure;
 mod cluster;
 mod console;
+mod credentials;
 mod guard;
 mod idempotency;
 mod invoke;
