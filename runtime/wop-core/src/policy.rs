@@ -471,11 +471,31 @@ impl Policy {
             })
             .collect();
         let mut warnings = Vec::new();
+        // (tool or `mcp:<server>`, header) → the secret attached as it.
+        let mut attached_as: BTreeMap<(String, String), &str> = BTreeMap::new();
         for (id, spec) in &self.secrets {
             warnings.extend(
                 spec.validate(id, &http_tools, &mcp_http)
                     .map_err(ConfigError::Policy)?,
             );
+            let header = spec
+                .attach()
+                .map_err(ConfigError::Policy)?
+                .header_name()
+                .to_owned();
+            let targets = spec
+                .tools
+                .iter()
+                .cloned()
+                .chain(spec.mcp_servers.iter().map(|s| format!("mcp:{s}")));
+            for t in targets {
+                if let Some(other) = attached_as.insert((t.clone(), header.clone()), id) {
+                    return Err(ConfigError::Policy(format!(
+                        "secrets.{id} and secrets.{other} are both attached to `{t}` as `{header}`; \
+                         one request cannot carry both"
+                    )));
+                }
+            }
         }
         Ok(warnings)
     }

@@ -163,9 +163,7 @@ impl SecretStore {
             match resolved {
                 Ok(c) => list.push(c.clone()),
                 Err(why) => {
-                    return Err(unavailable(format!(
-                        "secret `{id}` could not be read: {why}"
-                    )));
+                    return Err(unavailable(format!("secret `{id}` is not usable: {why}")));
                 }
             }
         }

@@ -86,6 +86,12 @@ fn policy_secrets_are_validated_by_name() {
             "[secrets.s]\nvalue = \"env:\"\naudiences = [\"a.example\"]\n",
             "`env:` needs a variable name",
         ),
+        (
+            "[[tools]]\nid = \"b:c\"\nurl = \"http://127.0.0.1:1/\"\nsafetyTier = \"read\"\n\
+             [secrets.s]\nvalue = \"env:X\"\ntools = [\"b:c\"]\n\
+             [secrets.t]\nvalue = \"env:Y\"\ntools = [\"b:c\"]\n",
+            "are both attached to `b:c` as `authorization`",
+        ),
     ] {
         let e = Policy::from_toml(policy).unwrap_err().to_string();
         assert!(e.contains(needle), "{policy}\n→ {e}");

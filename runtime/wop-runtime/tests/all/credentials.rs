@@ -500,7 +500,11 @@ async fn a_node_without_its_secret_fails_before_it_runs_and_tenants_get_their_ow
     let rt3 = runtime_with(&w.policy("", ""), None).await;
     let e = failure(&exfil(&rt3, "acme", json!([])).await).clone();
     assert_eq!(e.code, "credential_unavailable");
-    assert!(e.message.contains("could not be read"), "{}", e.message);
+    assert!(
+        e.message.contains("is not usable: cannot open"),
+        "{}",
+        e.message
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
