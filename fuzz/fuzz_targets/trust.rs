@@ -1,5 +1,6 @@
-//! Pack signatures: `pack.sig` documents and `pack.json` bytes through
-//! `trust::verify`, and sign → verify round trips (decision 0009).
+//! Pack signatures: `keys/pack.json.sig` bytes (the protocol's format),
+//! legacy `pack.sig` documents and `pack.json` bytes through
+//! `trust::verify`, and sign → verify round trips (decisions 0009, 0021).
 //!
 //! Input: byte 0 is flags (bit 0: signature required, bit 1: sign the
 //! first document ourselves), then two documents separated by the first
@@ -13,8 +14,8 @@
 use libfuzzer_sys::fuzz_target;
 use std::collections::BTreeMap;
 use wop_core::trust::{
-    TrustSection, TrustVerdict, TrustedKey, decode_public_key, name_matches, public_key_of, sign,
-    signed_bytes, verify,
+    SigFile, TrustSection, TrustVerdict, TrustedKey, decode_public_key, name_matches, protocol,
+    public_key_of, sign, signed_bytes, verify,
 };
 
 const SEED: [u8; 32] = [7; 32];
@@ -25,14 +26,16 @@ fn section() -> TrustSection {
     keys.insert(
         "k1".to_owned(),
         TrustedKey {
-            public_key: public_key_of(&SEED),
+            public_key: Some(public_key_of(&SEED)),
+            public_key_file: None,
             packs: vec!["acme.*".to_owned(), "fuzz".to_owned()],
         },
     );
     keys.insert(
         "other".to_owned(),
         TrustedKey {
-            public_key: public_key_of(&OTHER),
+            public_key: Some(public_key_of(&OTHER)),
+            public_key_file: None,
             packs: vec!["*".to_owned()],
         },
     );
@@ -54,16 +57,18 @@ fuzz_target!(|data: &[u8]| {
     let trust = section();
     let _ = decode_public_key(&String::from_utf8_lossy(b));
     for name in ["acme.crm", "fuzz", "evil"] {
-        match verify(&trust, name, required, a, Some(b)) {
-            Ok(TrustVerdict::Trusted { key_id }) => {
-                let k = trust.keys.get(&key_id);
-                assert!(
-                    k.is_some_and(|k| k.packs.iter().any(|p| name_matches(p, name))),
-                    "{key_id} trusted for {name}"
-                );
+        for file in [SigFile::Legacy(b), SigFile::Protocol(b)] {
+            match verify(&trust, name, required, a, Some(file)) {
+                Ok(TrustVerdict::Trusted { key_id, .. }) => {
+                    let k = trust.keys.get(&key_id);
+                    assert!(
+                        k.is_some_and(|k| k.packs.iter().any(|p| name_matches(p, name))),
+                        "{key_id} trusted for {name}"
+                    );
+                }
+                Ok(TrustVerdict::Unsigned) => panic!("a present signature was not checked"),
+                Err(_) => {}
             }
-            Ok(TrustVerdict::Unsigned) => panic!("a present pack.sig was not checked"),
-            Err(_) => {}
         }
     }
     assert!(matches!(
@@ -80,15 +85,30 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     assert_eq!(
-        verify(&trust, "acme.crm", true, a, Some(&doc)).ok(),
+        verify(&trust, "acme.crm", true, a, Some(SigFile::Legacy(&doc))).ok(),
         Some(TrustVerdict::Trusted {
-            key_id: "k1".to_owned()
+            key_id: "k1".to_owned(),
+            legacy: true,
         }),
         "what we sign verifies"
     );
-    assert!(verify(&trust, "evil", false, a, Some(&doc)).is_err());
+    assert!(verify(&trust, "evil", false, a, Some(SigFile::Legacy(&doc))).is_err());
     if let (Ok(ca), Ok(cb)) = (signed_bytes(a), signed_bytes(b)) {
-        let v = verify(&trust, "acme.crm", false, b, Some(&doc));
+        let v = verify(&trust, "acme.crm", false, b, Some(SigFile::Legacy(&doc)));
         assert_eq!(v.is_ok(), ca == cb, "one signature, two canonical forms");
+    }
+    // The protocol's format: exactly the signed bytes verify.
+    if let Ok((bytes, sig)) = protocol::sign(a, &SEED, "k1") {
+        assert_eq!(
+            verify(&trust, "acme.crm", true, &bytes, Some(SigFile::Protocol(&sig))).ok(),
+            Some(TrustVerdict::Trusted {
+                key_id: "k1".to_owned(),
+                legacy: false,
+            }),
+            "what we sign in the protocol's format verifies"
+        );
+        if b != bytes.as_slice() {
+            assert!(verify(&trust, "acme.crm", false, b, Some(SigFile::Protocol(&sig))).is_err());
+        }
     }
 });

@@ -11,6 +11,7 @@ macro_rules! println {
     ($($arg:tt)*) => { $crate::stdout::write(format_args!("{}\n", format_args!($($arg)*))) };
 }
 
+mod archive_input;
 mod cmd;
 mod common;
 mod output;
@@ -62,7 +63,11 @@ enum Command {
     Capabilities(capabilities::CapabilitiesArgs),
     /// Generate an Ed25519 key pair for signing packs.
     Keygen(trust::KeygenArgs),
-    /// Sign a pack directory (writes `pack.sig`).
+    /// Install a pack from an OpenWOP registry (verified, locked in
+    /// pack-lock.json).
+    Install(install::InstallArgs),
+    /// Sign a pack directory in the protocol's format (canonical pack.json
+    /// with its `signing` block, keys/pack.json.sig).
     Sign(trust::SignArgs),
     /// Check a pack's signature, trust and integrity under a policy.
     Verify(trust::VerifyArgs),
@@ -105,6 +110,7 @@ fn main() -> ExitCode {
             Command::Probe(a) => probe::probe(a).await,
             Command::Capabilities(a) => capabilities::capabilities(a).await,
             Command::Keygen(a) => trust::keygen(a).await,
+            Command::Install(a) => install::install(a).await,
             Command::Sign(a) => trust::sign(a).await,
             Command::Verify(a) => trust::verify(a).await,
             Command::Diff(a) => trust::diff(a).await,

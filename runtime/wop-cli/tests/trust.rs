@@ -41,12 +41,25 @@ fn keygen_sign_verify_diff() {
             .mode();
         assert_eq!(mode & 0o777, 0o600);
     }
-    let private: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(keys.join("acme.key")).unwrap()).unwrap();
-    let public: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(keys.join("acme.pub")).unwrap()).unwrap();
-    let secret = private["privateKey"].as_str().unwrap().to_owned();
-    let pubkey = public["publicKey"].as_str().unwrap().to_owned();
+    // PKCS#8 and SPKI PEM, as openssl and a registry's `/keys/{keyId}.pub`.
+    let pem_body = |file: &str| {
+        let text = std::fs::read_to_string(keys.join(file)).unwrap();
+        text.lines()
+            .filter(|l| !l.starts_with("-----"))
+            .collect::<String>()
+    };
+    let secret = pem_body("acme.key");
+    let pubkey = pem_body("acme.pub");
+    assert!(
+        std::fs::read_to_string(keys.join("acme.key"))
+            .unwrap()
+            .starts_with("-----BEGIN PRIVATE KEY-----")
+    );
+    assert!(
+        std::fs::read_to_string(keys.join("acme.pub"))
+            .unwrap()
+            .starts_with("-----BEGIN PUBLIC KEY-----")
+    );
     // The private key is never printed.
     assert!(!String::from_utf8_lossy(&o.stdout).contains(&secret));
 
@@ -58,11 +71,26 @@ fn keygen_sign_verify_diff() {
         keys.join("acme.key").to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{o:?}");
+    // The protocol's layout: canonical pack.json with its signing block,
+    // the raw signature in keys/pack.json.sig, no legacy pack.sig.
+    assert_eq!(
+        std::fs::read(dir.join("keys/pack.json.sig")).unwrap().len(),
+        64
+    );
+    assert!(!dir.join("pack.sig").exists());
+    let m = std::fs::read_to_string(dir.join("pack.json")).unwrap();
+    assert!(
+        m.contains(r#""signing":{"method":"manual","publicKeyRef":"acme""#),
+        "{m}"
+    );
     let policy = t.join("policy.toml");
     let write_policy = |pattern: &str| {
         std::fs::write(
             &policy,
-            format!("[trust]\nrequireSignature = true\n[trust.keys.acme]\npublicKey = \"{pubkey}\"\npacks = [\"{pattern}\"]\n"),
+            format!(
+                "[trust]\nrequireSignature = true\n[trust.keys.acme]\npublicKeyFile = \"{}\"\npacks = [\"{pattern}\"]\n",
+                keys.join("acme.pub").display()
+            ),
         )
         .unwrap()
     };

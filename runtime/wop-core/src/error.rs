@@ -81,6 +81,17 @@ pub enum ErrorCode {
     /// configured, not granted to the pack, no value for the tenant); the
     /// node did not run.
     CredentialUnavailable,
+    /// A downloaded pack archive does not match the integrity the registry
+    /// published for it (checked before unpacking).
+    PackIntegrityFailure,
+    /// A pack's `runtime.requires[]` names a primitive the operator does
+    /// not grant it.
+    PackRuntimeRequirementUnmet,
+    /// The manifest uses a value outside the protocol's closed vocabulary
+    /// (e.g. an unknown `runtime.requires[]` token).
+    InvalidManifest,
+    /// The registry has no such pack version.
+    PackVersionNotFound,
 }
 
 impl ErrorCode {
@@ -120,11 +131,15 @@ impl ErrorCode {
             Self::McpResultTooLarge => "mcp_result_too_large",
             Self::NodeFailed => "node_failed",
             Self::CredentialUnavailable => "credential_unavailable",
+            Self::PackIntegrityFailure => "pack_integrity_failure",
+            Self::PackRuntimeRequirementUnmet => "pack_runtime_requirement_unmet",
+            Self::InvalidManifest => "invalid_manifest",
+            Self::PackVersionNotFound => "pack_version_not_found",
         }
     }
 
     /// Every code, in declaration order (for tables and documents).
-    pub const ALL: [ErrorCode; 33] = [
+    pub const ALL: [ErrorCode; 37] = [
         Self::SandboxEscapeAttempt,
         Self::SandboxCapabilityDenied,
         Self::SandboxMemoryExceeded,
@@ -158,6 +173,10 @@ impl ErrorCode {
         Self::McpResultTooLarge,
         Self::NodeFailed,
         Self::CredentialUnavailable,
+        Self::PackIntegrityFailure,
+        Self::PackRuntimeRequirementUnmet,
+        Self::InvalidManifest,
+        Self::PackVersionNotFound,
     ];
 
     /// The code for a protocol string, if it is one of ours.
@@ -188,6 +207,9 @@ impl ErrorCode {
                 | Self::RunTimeout
                 | Self::InternalError
                 | Self::CredentialUnavailable
+                | Self::PackIntegrityFailure
+                | Self::PackRuntimeRequirementUnmet
+                | Self::InvalidManifest
         )
     }
 }
@@ -323,6 +345,28 @@ pub enum LoadError {
         name: String,
         /// Every pack declaring it.
         paths: Vec<String>,
+    },
+    /// `runtime.requires[]` names a token outside the protocol's closed
+    /// vocabulary.
+    #[error("invalid_manifest at {path}: {message}")]
+    InvalidManifest {
+        /// JSON path of the offending value.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// `runtime.requires[]` names primitives the operator does not grant.
+    #[error(
+        "pack_runtime_requirement_unmet: {manifest} requires {} which the operator does not grant: {advice}",
+        .unmet.join(", ")
+    )]
+    RequirementUnmet {
+        /// The primitives not granted.
+        unmet: Vec<String>,
+        /// `name@version`.
+        manifest: String,
+        /// What the operator can do.
+        advice: String,
     },
     /// The entry's sha256 does not match `x-wop.sha256`.
     #[error("pack_integrity_mismatch: {entry} has sha256 {actual}, the manifest says {expected}")]
@@ -479,6 +523,8 @@ impl LoadError {
             Self::Signature { .. } => ErrorCode::PackSignatureInvalid,
             Self::Escalation { .. } => ErrorCode::PackCapabilityEscalation,
             Self::Unsupported(_) => ErrorCode::UnsupportedRuntime,
+            Self::InvalidManifest { .. } => ErrorCode::InvalidManifest,
+            Self::RequirementUnmet { .. } => ErrorCode::PackRuntimeRequirementUnmet,
             Self::Escape { .. } => ErrorCode::SandboxEscapeAttempt,
             Self::CapabilityDenied { .. } => ErrorCode::SandboxCapabilityDenied,
             Self::Component { code, .. } | Self::Limit { code, .. } => *code,
@@ -509,6 +555,12 @@ impl LoadError {
             Self::NotCanonical { path, reason, .. } => {
                 crate::details! {"path" => path, "reason" => reason}
             }
+            Self::InvalidManifest { path, .. } => crate::details! {"path" => path},
+            Self::RequirementUnmet {
+                unmet,
+                manifest,
+                advice,
+            } => crate::details! {"unmet" => unmet, "manifest" => manifest, "advice" => advice},
             Self::DuplicateName { name, paths } => {
                 crate::details! {"reason" => "duplicate-name", "name" => name, "paths" => paths}
             }

@@ -88,6 +88,7 @@ mod tests {
             runtime: RuntimeDecl {
                 language: Language::WasmComponent,
                 entry: "p.wasm".to_owned(),
+                requires: Vec::new(),
             },
             wop: WopBlock::default(),
         }

@@ -34,6 +34,7 @@
 
 pub mod abi;
 pub mod admission;
+pub mod archive;
 pub mod authz;
 pub mod breach;
 pub mod budget;
@@ -57,6 +58,7 @@ pub mod packfile;
 pub mod policy;
 pub mod ratelimit;
 pub mod replay;
+pub mod requires;
 pub mod secrets;
 pub mod time;
 pub mod tools;

@@ -68,6 +68,10 @@ pub struct RuntimeDecl {
     pub language: Language,
     /// `runtime.entry`: a relative path inside the pack directory.
     pub entry: String,
+    /// `runtime.requires[]`: the platform primitives the pack declares it
+    /// needs (the protocol's closed vocabulary; [`crate::requires`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
 }
 
 /// `x-wop`: integrity, requested capabilities and limits.
@@ -191,6 +195,27 @@ pub fn compare_versions(a: &str, b: &str) -> Option<std::cmp::Ordering> {
     })
 }
 
+/// Why a pack in another runtime language is refused, and what to do.
+fn unsupported_language(language: &str) -> String {
+    let shown = &language[..language.floor_char_boundary(40)];
+    let hint = match language {
+        "javascript" => {
+            "build it as a WebAssembly component with wop's JavaScript SDK (sdk/js), which packs a JavaScript pack into a `wasm-component`"
+        }
+        "python" => {
+            "build it as a WebAssembly component with wop's Python SDK (sdk/python), which packs a Python pack into a `wasm-component`"
+        }
+        "go" => {
+            "compile it to a WebAssembly component (`wasm-component`) or an ABI v1 core module (`wasm`)"
+        }
+        "remote" => "a remote pack runs on another host; wop runs only packs it can sandbox here",
+        _ => "wop runs WebAssembly packs only",
+    };
+    format!(
+        "runtime.language `{shown}` is not supported by wop: it runs `wasm-component` and `wasm` (ABI v1) packs; {hint}"
+    )
+}
+
 /// Checks that a manifest path stays inside the pack directory, lexically.
 /// (Symlinks are handled by opening through a `cap-std` `Dir`.)
 pub fn check_relative_path(path: &str, json_path: &str) -> Result<(), LoadError> {
@@ -303,11 +328,7 @@ impl Manifest {
         let language = match req_str(rt, "language", "$.runtime")? {
             "wasm-component" => Language::WasmComponent,
             "wasm" => Language::Wasm,
-            other => {
-                return Err(LoadError::Unsupported(format!(
-                    "runtime.language `{other}` is not run by wop; it runs `wasm-component` and `wasm` packs"
-                )));
-            }
+            other => return Err(LoadError::Unsupported(unsupported_language(other))),
         };
         if language == Language::WasmComponent {
             match rt.get("format") {
@@ -361,6 +382,7 @@ impl Manifest {
         }
         let entry = req_str(rt, "entry", "$.runtime")?;
         check_relative_path(entry, "$.runtime.entry")?;
+        let requires = crate::requires::parse(rt.get("requires"))?;
 
         let wop_v = v.get(VENDOR_KEY).ok_or_else(|| {
             err(
@@ -406,6 +428,7 @@ impl Manifest {
             runtime: RuntimeDecl {
                 language,
                 entry: entry.to_owned(),
+                requires,
             },
             wop,
         })

@@ -83,15 +83,17 @@ pub fn read_pack(dir: &Path) -> Result<(Manifest, Vec<u8>, String), LoadError> {
 
 /// [`read_pack`] plus the provenance check of [`crate::trust::check`]
 /// (signature against `[trust]`, capability escalation against
-/// `[packs.<name>] approved`), done after the manifest is parsed and before
-/// the entry is even read.
+/// `[packs.<name>] approved`) and the `runtime.requires[]` gate
+/// ([`crate::requires::check`]), done after the manifest is parsed and
+/// before the entry is even read.
 pub fn read_pack_trusted(
     dir: &Path,
     policy: &Policy,
 ) -> Result<(Manifest, Vec<u8>, String), LoadError> {
     read_pack_with(dir, |root, manifest, raw| {
         let sig = read_sig(root)?;
-        crate::trust::check(policy, manifest, raw, sig.as_deref()).map(|_| ())
+        crate::trust::check(policy, manifest, raw, sig.as_ref().map(Found::file))?;
+        crate::requires::check(policy, manifest)
     })
 }
 
@@ -102,7 +104,7 @@ pub fn trust_verdict(dir: &Path, policy: &Policy) -> Result<crate::trust::TrustV
     let raw = read_capped(&root, MANIFEST_FILE, MAX_MANIFEST_BYTES, "$")?;
     let manifest = Manifest::parse(&raw)?;
     let sig = read_sig(&root)?;
-    crate::trust::check(policy, &manifest, &raw, sig.as_deref())
+    crate::trust::check(policy, &manifest, &raw, sig.as_ref().map(Found::file))
 }
 
 /// The manifest's file name inside a pack directory.
@@ -131,14 +133,54 @@ fn open_root(dir: &Path) -> Result<Dir, LoadError> {
     })
 }
 
-/// `pack.sig`, if there is anything by that name (which must then be a
+/// The signature file found in a pack directory.
+enum Found {
+    Protocol(Vec<u8>),
+    Legacy(Vec<u8>),
+}
+
+impl Found {
+    fn file(&self) -> crate::trust::SigFile<'_> {
+        match self {
+            Found::Protocol(b) => crate::trust::SigFile::Protocol(b),
+            Found::Legacy(b) => crate::trust::SigFile::Legacy(b),
+        }
+    }
+}
+
+/// A pack file, if there is anything by that name (which must then be a
 /// regular file like every pack file).
-fn read_sig(root: &Dir) -> Result<Option<Vec<u8>>, LoadError> {
-    let file = crate::trust::SIG_FILE;
+fn read_optional(root: &Dir, file: &str) -> Result<Option<Vec<u8>>, LoadError> {
     match crate::packfile::kind_in(root, file) {
         Ok(None) => Ok(None),
         Ok(Some(_)) => read_capped(root, file, MAX_SIG_BYTES, file).map(Some),
         Err(r) => Err(r.into_load_error(file, file)),
+    }
+}
+
+/// `keys/pack.json.sig` (the protocol's), else the legacy `pack.sig`; a
+/// pack carrying both is refused (which one would count?).
+fn read_sig(root: &Dir) -> Result<Option<Found>, LoadError> {
+    let protocol = match crate::packfile::kind_in(root, "keys") {
+        Ok(Some(_)) => read_optional(root, crate::trust::protocol::SIG_PATH)?,
+        Ok(None) => None,
+        Err(r) => return Err(r.into_load_error("keys", "keys")),
+    };
+    let legacy = read_optional(root, crate::trust::SIG_FILE)?;
+    match (protocol, legacy) {
+        (Some(_), Some(_)) => Err(LoadError::Signature {
+            reason: crate::trust::SigFailure::Malformed.as_str(),
+            key_id: None,
+            message: format!(
+                "the pack has both {} and the legacy {}; remove {} (re-sign with `wop sign`)",
+                crate::trust::protocol::SIG_PATH,
+                crate::trust::SIG_FILE,
+                crate::trust::SIG_FILE
+            ),
+        }),
+        (Some(p), None) => Ok(Some(Found::Protocol(p))),
+        (None, Some(l)) => Ok(Some(Found::Legacy(l))),
+        (None, None) => Ok(None),
     }
 }
 

@@ -17,13 +17,14 @@ pub(crate) struct InspectArgs {
 
 pub(crate) async fn inspect(a: InspectArgs) -> Result<u8, Failure> {
     let rt = runtime_without_store(&a.common)?;
-    let insp = match crate::progress::compiling(&a.pack_dir, rt.inspect_pack(&a.pack_dir)).await {
+    let input = crate::archive_input::open(&a.pack_dir, a.common.json)?;
+    let insp = match crate::progress::compiling(&a.pack_dir, rt.inspect_pack(input.dir())).await {
         Ok(i) => i,
         Err(e) => return Err(rejected(&a.pack_dir, &e, a.common.json)),
     };
     let note = probe::bare_note(&a.pack_dir);
     let mcp = mcp_view(&insp, rt.policy());
-    let trust = crate::cmd::trust::verdict_line(&a.pack_dir, rt.policy());
+    let trust = crate::cmd::trust::verdict_line(input.dir(), rt.policy());
     let secrets = crate::cmd::secrets_view::view(&insp, rt.policy());
     if a.common.json {
         let mut v = serde_json::to_value(&insp)?;

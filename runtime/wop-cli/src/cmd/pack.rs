@@ -15,14 +15,58 @@ pub(crate) struct PackArgs {
     /// The pack's source directory, holding the pack.json template.
     pub(crate) src: PathBuf,
     /// The built component, e.g. target/wasm32-wasip2/release/my_pack.wasm.
+    /// Without it (and with `--tgz`), `src` is an assembled pack directory
+    /// to archive.
     #[arg(long)]
-    pub(crate) wasm: PathBuf,
-    /// Where to write the pack directory (it becomes <out>/<name>/).
+    pub(crate) wasm: Option<PathBuf>,
+    /// Where to write the pack directory (it becomes <out>/<name>/) and
+    /// the archive.
     #[arg(long, default_value = "dist")]
     pub(crate) out: PathBuf,
+    /// Also write the protocol's archive, `<out>/<name>-<version>.tgz`
+    /// (sign the directory first with `wop sign` to include its signature).
+    #[arg(long)]
+    pub(crate) tgz: bool,
 }
 
 pub(crate) async fn pack(a: PackArgs) -> Result<u8, Failure> {
+    let Some(wasm) = a.wasm.clone() else {
+        if !a.tgz {
+            return Err(usage(anyhow::anyhow!(
+                "give --wasm <component> to assemble a pack, or --tgz to archive the pack directory {}",
+                a.src.display()
+            )));
+        }
+        return archive(&a.src, &a.out);
+    };
+    let code = assemble(&a, &wasm).await?;
+    if a.tgz && code == 0 {
+        let name = crate::cmd::pack::name_of(&a.src)?;
+        return archive(&a.out.join(name), &a.out);
+    }
+    Ok(code)
+}
+
+fn archive(dir: &std::path::Path, out: &std::path::Path) -> Result<u8, Failure> {
+    let (path, integrity) = crate::cmd::pack_tgz::write(dir, out)?;
+    println!(
+        "archived {} -> {} ({integrity})",
+        dir.display(),
+        path.display()
+    );
+    Ok(0)
+}
+
+fn name_of(src: &std::path::Path) -> Result<String, Failure> {
+    let text = std::fs::read_to_string(src.join("pack.json"))?;
+    let v: Value = serde_json::from_str(&text)?;
+    v["name"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| usage(anyhow::anyhow!("{}: $.name is required", src.display())))
+}
+
+async fn assemble(a: &PackArgs, wasm_path: &std::path::Path) -> Result<u8, Failure> {
     use sha2::Digest;
     let template = a.src.join("pack.json");
     let text = std::fs::read_to_string(&template)
@@ -50,8 +94,8 @@ pub(crate) async fn pack(a: PackArgs) -> Result<u8, Failure> {
         })?
         .to_owned();
     wop_runtime::manifest::check_relative_path(&entry, "$.runtime.entry").map_err(usage)?;
-    let wasm = std::fs::read(&a.wasm)
-        .with_context(|| format!("cannot read the component {}", a.wasm.display()))
+    let wasm = std::fs::read(wasm_path)
+        .with_context(|| format!("cannot read the component {}", wasm_path.display()))
         .map_err(usage)?;
     let sha = hex::encode(sha2::Sha256::digest(&wasm));
     match manifest.get_mut("x-wop") {

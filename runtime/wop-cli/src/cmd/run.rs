@@ -100,7 +100,8 @@ pub(crate) async fn run(a: RunArgs) -> Result<u8, Failure> {
         .map(|r| json_arg("resume", r))
         .transpose()?;
     let rt = runtime(&a.common)?;
-    let pack = match crate::progress::compiling(&a.pack_dir, rt.load_pack(&a.pack_dir)).await {
+    let input = crate::archive_input::open(&a.pack_dir, a.common.json)?;
+    let pack = match crate::progress::compiling(&a.pack_dir, rt.load_pack(input.dir())).await {
         Ok(p) => p,
         Err(e) => return Err(rejected(&a.pack_dir, &e, a.common.json)),
     };

@@ -27,15 +27,20 @@ pub(crate) struct KeygenArgs {
 pub(crate) struct SignArgs {
     /// The pack directory (holding pack.json).
     pack_dir: PathBuf,
-    /// The private key file written by `wop keygen`.
+    /// The private key: PKCS#8 PEM (`wop keygen`, `openssl genpkey
+    /// -algorithm ed25519`) or a key file of earlier `wop keygen` versions.
     #[arg(long)]
     key: PathBuf,
+    /// The key id recorded in `signing.publicKeyRef` (default: the key
+    /// file's name without its extension).
+    #[arg(long)]
+    key_id: Option<String>,
 }
 
 /// `wop verify` arguments.
 #[derive(Args)]
 pub(crate) struct VerifyArgs {
-    /// The pack directory.
+    /// The pack directory, or its `.tgz` archive.
     pack_dir: PathBuf,
     /// Operator policy (TOML) holding `[trust]`. Default: no trusted keys.
     #[arg(long)]
@@ -61,35 +66,71 @@ fn b64() -> base64::engine::GeneralPurpose {
     base64::engine::general_purpose::STANDARD
 }
 
-/// Generates an Ed25519 key pair.
+/// Generates an Ed25519 key pair: `<id>.key` (PKCS#8 PEM, mode 0600) and
+/// `<id>.pub` (SPKI PEM, what a registry serves at `/keys/{keyId}.pub`).
 pub(crate) async fn keygen(a: KeygenArgs) -> Result<u8, Failure> {
-    let mut seed = [0u8; 32];
-    getrandom::fill(&mut seed).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
+    let mut seed = zeroize::Zeroizing::new([0u8; 32]);
+    getrandom::fill(&mut *seed).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
     let public = trust::public_key_of(&seed);
+    let raw: [u8; 32] = b64()
+        .decode(&public)?
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("the public key is not 32 bytes"))?;
     let id = match a.id {
         Some(id) => id,
         None => {
             use sha2::Digest;
-            let raw = b64().decode(&public)?;
             format!("ed25519-{}", &hex::encode(sha2::Sha256::digest(raw))[..16])
         }
     };
     std::fs::create_dir_all(&a.out)?;
     let key_path = a.out.join(format!("{id}.key"));
     let pub_path = a.out.join(format!("{id}.pub"));
-    let private =
-        json!({"algorithm": trust::ALGORITHM, "keyId": id, "privateKey": b64().encode(seed)});
-    write_private(&key_path, &(serde_json::to_string_pretty(&private)? + "\n"))?;
-    let public_doc = json!({"algorithm": trust::ALGORITHM, "keyId": id, "publicKey": public});
-    std::fs::write(&pub_path, serde_json::to_string_pretty(&public_doc)? + "\n")?;
+    write_private(&key_path, &trust::pem::seed_to_pem(&seed))?;
+    std::fs::write(&pub_path, trust::pem::public_to_pem(&raw))?;
     println!(
-        "wrote {} (private, keep it secret) and {}",
+        "wrote {} (private, keep it secret) and {} (public, PEM)",
         key_path.display(),
         pub_path.display()
     );
     println!("trust it in the operator policy:\n");
-    println!("[trust.keys.\"{id}\"]\npublicKey = \"{public}\"\npacks = [\"<name-pattern>.*\"]");
+    println!(
+        "[trust.keys.\"{id}\"]\npublicKeyFile = \"{}\"   # or publicKey = \"{public}\"\npacks = [\"vendor.<org>.*\"]",
+        pub_path.display()
+    );
     Ok(0)
+}
+
+/// The 32-byte seed of a private key file: PKCS#8 PEM (`wop keygen`,
+/// `openssl genpkey -algorithm ed25519`) or the JSON file of earlier
+/// `wop keygen` versions.
+fn read_seed(path: &Path) -> Result<zeroize::Zeroizing<[u8; 32]>, Failure> {
+    let text = zeroize::Zeroizing::new(
+        std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the key file {}", path.display()))
+            .map_err(usage)?,
+    );
+    if text.trim_start().starts_with("-----BEGIN") {
+        return trust::pem::seed_from_pem(&text)
+            .map_err(|e| usage(anyhow::anyhow!("{}: {e}", path.display())));
+    }
+    let doc: serde_json::Value = serde_json::from_str(&text).map_err(|_| {
+        usage(anyhow::anyhow!(
+            "{} is neither a PEM private key nor a key file from `wop keygen`",
+            path.display()
+        ))
+    })?;
+    doc["privateKey"]
+        .as_str()
+        .and_then(|p| b64().decode(p).ok())
+        .and_then(|v| <[u8; 32]>::try_from(v).ok())
+        .map(zeroize::Zeroizing::new)
+        .ok_or_else(|| {
+            usage(anyhow::anyhow!(
+                "{}: the private key is malformed",
+                path.display()
+            ))
+        })
 }
 
 fn write_private(path: &Path, text: &str) -> Result<(), Failure> {
@@ -109,29 +150,23 @@ fn write_private(path: &Path, text: &str) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Signs a pack directory: writes `pack.sig`.
+/// Signs a pack directory in the protocol's format: rewrites `pack.json`
+/// as the canonical JSON of the manifest with its `signing` block and
+/// writes the raw signature to `keys/pack.json.sig` (removing a legacy
+/// `pack.sig`).
 pub(crate) async fn sign(a: SignArgs) -> Result<u8, Failure> {
-    let text = std::fs::read_to_string(&a.key)
-        .with_context(|| format!("cannot read the key file {}", a.key.display()))
-        .map_err(usage)?;
-    let doc: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|_| usage(anyhow::anyhow!("{} is not a wop key file", a.key.display())))?;
-    let (Some(id), Some(private)) = (doc["keyId"].as_str(), doc["privateKey"].as_str()) else {
+    let seed = read_seed(&a.key)?;
+    let id = a.key_id.clone().or_else(|| {
+        a.key
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .map(str::to_owned)
+    });
+    let Some(id) = id else {
         return Err(usage(anyhow::anyhow!(
-            "{} is not a private key file from `wop keygen`",
-            a.key.display()
+            "give the key id with --key-id (the signing key's id in the registry)"
         )));
     };
-    let seed: [u8; 32] = b64()
-        .decode(private)
-        .ok()
-        .and_then(|v| v.try_into().ok())
-        .ok_or_else(|| {
-            usage(anyhow::anyhow!(
-                "{}: the private key is malformed",
-                a.key.display()
-            ))
-        })?;
     let manifest_path = a.pack_dir.join("pack.json");
     let manifest = wop_core::pack::read_manifest_bytes(&a.pack_dir)
         .with_context(|| format!("cannot read {}", manifest_path.display()))
@@ -140,13 +175,23 @@ pub(crate) async fn sign(a: SignArgs) -> Result<u8, Failure> {
         code: exit::PACK_REJECTED,
         error: anyhow::anyhow!("{}: {e}", manifest_path.display()),
     })?;
-    let sig = trust::sign(&manifest, &seed, id).map_err(|e| anyhow::anyhow!(e))?;
-    let out = a.pack_dir.join(trust::SIG_FILE);
-    std::fs::write(&out, serde_json::to_string_pretty(&sig)? + "\n")?;
+    let (bytes, sig) =
+        trust::protocol::sign(&manifest, &seed, &id).map_err(|e| anyhow::anyhow!(e))?;
+    let sig_path = a.pack_dir.join(trust::protocol::SIG_PATH);
+    if let Some(parent) = sig_path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(&manifest_path, &bytes)?;
+    std::fs::write(&sig_path, sig)?;
+    let legacy = a.pack_dir.join(trust::SIG_FILE);
+    if legacy.is_file() {
+        std::fs::remove_file(&legacy)?;
+        println!("removed the legacy {}", legacy.display());
+    }
     println!(
-        "signed {} with key `{id}` -> {}",
+        "signed {} with key `{id}`: pack.json (canonical, with its signing block) and {}",
         a.pack_dir.display(),
-        out.display()
+        sig_path.display()
     );
     Ok(0)
 }
@@ -157,8 +202,9 @@ pub(crate) async fn verify(a: VerifyArgs) -> Result<u8, Failure> {
         Some(p) => Policy::from_file(p).map_err(usage)?,
         None => Policy::default(),
     };
-    let verdict = wop_core::pack::trust_verdict(&a.pack_dir, &policy)
-        .and_then(|v| wop_core::pack::read_pack_trusted(&a.pack_dir, &policy).map(|_| v));
+    let input = crate::archive_input::open(&a.pack_dir, a.json)?;
+    let verdict = wop_core::pack::trust_verdict(input.dir(), &policy)
+        .and_then(|v| wop_core::pack::read_pack_trusted(input.dir(), &policy).map(|_| v));
     match verdict {
         Ok(v) => {
             if a.json {

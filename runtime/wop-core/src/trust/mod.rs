@@ -1,6 +1,11 @@
-//! Signed packs: Ed25519 over the RFC 8785 canonical JSON of `pack.json`,
-//! trust by name pattern, and the capability-escalation check for
-//! upgrades (decision 0009).
+//! Signed packs in the protocol's format (decision 0021): `pack.json` is
+//! the RFC 8785 canonical JSON of the manifest **with** its `signing`
+//! block, and `keys/pack.json.sig` is the raw 64-byte Ed25519 signature
+//! over exactly those bytes — what the protocol's registry publishes and
+//! other hosts verify ([`protocol`]). Keys are trusted by id with the
+//! namespaces they may sign (`vendor.acme.*`); the capability-escalation
+//! check for upgrades (decision 0009). The earlier `pack.sig` format is
+//! still verified, with a warning, until packs are re-signed.
 //!
 //! `pack.json` pins the entry's sha256 (`x-wop.sha256`), so a signature over
 //! the manifest covers the code too: a changed manifest fails the
@@ -22,6 +27,8 @@
 //! appear in errors; key ids do.
 
 pub mod diff;
+pub mod pem;
+pub mod protocol;
 
 use crate::error::LoadError;
 use crate::manifest::Manifest;
@@ -64,8 +71,14 @@ pub struct TrustSection {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TrustedKey {
-    /// Standard base64 of the 32-byte Ed25519 public key.
-    pub public_key: String,
+    /// The Ed25519 public key: a PEM SPKI block (what a registry serves at
+    /// `/keys/{keyId}.pub`) or standard base64 of the 32 raw bytes.
+    #[serde(default)]
+    pub public_key: Option<String>,
+    /// A file holding the key in either form (e.g. a registry's
+    /// `{keyId}.pub`); instead of `publicKey`.
+    #[serde(default)]
+    pub public_key_file: Option<std::path::PathBuf>,
     /// Pack names this key may sign: exact names, `prefix*` (e.g. `acme.*`)
     /// or `*`. Empty: none.
     #[serde(default)]
@@ -79,8 +92,7 @@ impl TrustSection {
             if id.is_empty() {
                 return Err("trust.keys: a key id must not be empty".to_owned());
             }
-            decode_public_key(&k.public_key)
-                .map_err(|e| format!("trust.keys.{id}.publicKey: {e}"))?;
+            k.key().map_err(|e| format!("trust.keys.{id}.{e}"))?;
             for (i, p) in k.packs.iter().enumerate() {
                 check_pattern(p).map_err(|e| format!("trust.keys.{id}.packs[{i}]: {e}"))?;
             }
@@ -107,14 +119,34 @@ pub fn name_matches(pattern: &str, name: &str) -> bool {
     }
 }
 
-/// Decodes a base64 Ed25519 public key.
-pub fn decode_public_key(b64: &str) -> Result<VerifyingKey, String> {
-    let raw = base64::engine::general_purpose::STANDARD
-        .decode(b64.trim())
-        .map_err(|_| "not valid base64".to_owned())?;
-    let arr: [u8; 32] = raw
-        .try_into()
-        .map_err(|_| "an Ed25519 public key is 32 bytes".to_owned())?;
+impl TrustedKey {
+    /// The key, from `publicKey` or `publicKeyFile` (exactly one).
+    pub fn key(&self) -> Result<VerifyingKey, String> {
+        match (&self.public_key, &self.public_key_file) {
+            (Some(k), None) => decode_public_key(k).map_err(|e| format!("publicKey: {e}")),
+            (None, Some(f)) => {
+                let text = std::fs::read_to_string(f)
+                    .map_err(|e| format!("publicKeyFile {}: {e}", f.display()))?;
+                decode_public_key(&text).map_err(|e| format!("publicKeyFile {}: {e}", f.display()))
+            }
+            _ => Err("publicKey: give exactly one of `publicKey` or `publicKeyFile`".to_owned()),
+        }
+    }
+}
+
+/// Decodes an Ed25519 public key: a PEM SPKI block or base64 of the 32
+/// raw bytes.
+pub fn decode_public_key(text: &str) -> Result<VerifyingKey, String> {
+    let t = text.trim();
+    let arr: [u8; 32] = if t.starts_with("-----BEGIN") {
+        pem::public_from_pem(t)?
+    } else {
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(t)
+            .map_err(|_| "not valid base64 or PEM".to_owned())?;
+        raw.try_into()
+            .map_err(|_| "an Ed25519 public key is 32 bytes".to_owned())?
+    };
     VerifyingKey::from_bytes(&arr).map_err(|_| "not a valid Ed25519 public key".to_owned())
 }
 
@@ -123,6 +155,11 @@ pub fn decode_public_key(b64: &str) -> Result<VerifyingKey, String> {
 /// member, an unsafe or inexact number, a lone surrogate:
 /// [`crate::ijson`]) has no such bytes and is refused.
 pub fn signed_bytes(manifest: &[u8]) -> Result<Vec<u8>, String> {
+    Ok(crate::jcs::canonicalize(&signable(manifest)?).into_bytes())
+}
+
+/// `pack.json` parsed, if the canonical form can represent it exactly.
+pub(crate) fn signable(manifest: &[u8]) -> Result<serde_json::Value, String> {
     crate::ijson::check(manifest).map_err(|f| {
         format!(
             "pack.json cannot be signed: {} at {}: {}",
@@ -131,22 +168,23 @@ pub fn signed_bytes(manifest: &[u8]) -> Result<Vec<u8>, String> {
             f.message
         )
     })?;
-    let v: serde_json::Value =
-        serde_json::from_slice(manifest).map_err(|e| format!("pack.json is not JSON: {e}"))?;
-    Ok(crate::jcs::canonicalize(&v).into_bytes())
+    serde_json::from_slice(manifest).map_err(|e| format!("pack.json is not JSON: {e}"))
 }
 
 /// How a pack's provenance was judged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "verdict")]
 pub enum TrustVerdict {
-    /// No `pack.sig` and none required.
+    /// No signature and none required.
     Unsigned,
     /// Signed by a trusted key allowed for this name.
     Trusted {
         /// The signer's key id.
         #[serde(rename = "keyId")]
         key_id: String,
+        /// Signed in the earlier `pack.sig` format (re-sign with `wop sign`).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        legacy: bool,
     },
 }
 
@@ -154,7 +192,17 @@ impl std::fmt::Display for TrustVerdict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Unsigned => f.write_str("unsigned (no signature required)"),
-            Self::Trusted { key_id } => write!(f, "signed by `{key_id}` (trusted)"),
+            Self::Trusted {
+                key_id,
+                legacy: false,
+            } => write!(f, "signed by `{key_id}` (trusted)"),
+            Self::Trusted {
+                key_id,
+                legacy: true,
+            } => write!(
+                f,
+                "signed by `{key_id}` (trusted; legacy {SIG_FILE}: re-sign with `wop sign` to write the protocol's keys/pack.json.sig)"
+            ),
         }
     }
 }
@@ -195,48 +243,93 @@ fn refuse(reason: SigFailure, key_id: Option<&str>, message: String) -> LoadErro
     }
 }
 
-/// Judges a pack's signature. `manifest` is the raw `pack.json`, `sig` the
-/// raw `pack.sig` if present, `name` the manifest's (validated) pack name
+/// A pack's signature file, as found next to its `pack.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SigFile<'a> {
+    /// `keys/pack.json.sig`: the raw 64-byte signature (the protocol's).
+    Protocol(&'a [u8]),
+    /// `pack.sig`: the earlier JSON document (deprecated).
+    Legacy(&'a [u8]),
+}
+
+/// Judges a pack's signature. `manifest` is the raw `pack.json`, `sig` its
+/// signature file if present, `name` the manifest's (validated) pack name
 /// and `required` whether the policy requires a signature for it.
 ///
-/// A `pack.sig` that is present is always checked, required or not: a pack
-/// that claims a provenance it cannot back is refused.
+/// A signature that is present is always checked, required or not, and so
+/// is a `signing` block without one: a pack that claims a provenance it
+/// cannot back is refused.
 pub fn verify(
     trust: &TrustSection,
     name: &str,
     required: bool,
     manifest: &[u8],
-    sig: Option<&[u8]>,
+    sig: Option<SigFile<'_>>,
 ) -> Result<TrustVerdict, LoadError> {
-    let Some(sig) = sig else {
-        return if required {
-            Err(refuse(
-                SigFailure::Missing,
-                None,
-                format!("pack `{name}` has no {SIG_FILE}, and the policy requires a signature"),
-            ))
-        } else {
-            Ok(TrustVerdict::Unsigned)
-        };
+    let (kid, signature, signed, legacy): (String, Vec<u8>, Vec<u8>, bool) = match sig {
+        None => {
+            if protocol::has_signing_block(manifest) {
+                return Err(refuse(
+                    SigFailure::Missing,
+                    None,
+                    format!(
+                        "pack `{name}`'s pack.json has a `signing` block but there is no {}",
+                        protocol::SIG_PATH
+                    ),
+                ));
+            }
+            return if required {
+                Err(refuse(
+                    SigFailure::Missing,
+                    None,
+                    format!(
+                        "pack `{name}` is not signed (no {}), and the policy requires a signature",
+                        protocol::SIG_PATH
+                    ),
+                ))
+            } else {
+                Ok(TrustVerdict::Unsigned)
+            };
+        }
+        Some(SigFile::Protocol(raw)) => {
+            let kid = protocol::signing_key_id(manifest)
+                .map_err(|e| refuse(SigFailure::Malformed, None, format!("pack `{name}`: {e}")))?;
+            // Verified over the exact bytes, as the registry's verifiers do.
+            (kid, raw.to_vec(), manifest.to_vec(), false)
+        }
+        Some(SigFile::Legacy(doc)) => {
+            let parsed: PackSig = serde_json::from_slice(doc).map_err(|e| {
+                refuse(
+                    SigFailure::Malformed,
+                    None,
+                    format!("{SIG_FILE} is not a signature document: {e}"),
+                )
+            })?;
+            if parsed.algorithm != ALGORITHM {
+                return Err(refuse(
+                    SigFailure::Malformed,
+                    Some(&parsed.key_id),
+                    format!(
+                        "{SIG_FILE}: algorithm `{}` is not supported (only `{ALGORITHM}`)",
+                        parsed.algorithm
+                    ),
+                ));
+            }
+            let raw = base64::engine::general_purpose::STANDARD
+                .decode(parsed.signature.trim())
+                .map_err(|_| {
+                    refuse(
+                        SigFailure::Bad,
+                        Some(&parsed.key_id),
+                        format!("{SIG_FILE}: the signature is not base64"),
+                    )
+                })?;
+            let signed = signed_bytes(manifest)
+                .map_err(|e| refuse(SigFailure::Bad, Some(&parsed.key_id), e))?;
+            (parsed.key_id, raw, signed, true)
+        }
     };
-    let parsed: PackSig = serde_json::from_slice(sig).map_err(|e| {
-        refuse(
-            SigFailure::Malformed,
-            None,
-            format!("{SIG_FILE} is not a signature document: {e}"),
-        )
-    })?;
-    if parsed.algorithm != ALGORITHM {
-        return Err(refuse(
-            SigFailure::Malformed,
-            Some(&parsed.key_id),
-            format!(
-                "{SIG_FILE}: algorithm `{}` is not supported (only `{ALGORITHM}`)",
-                parsed.algorithm
-            ),
-        ));
-    }
-    let kid = parsed.key_id.as_str();
+    let kid = kid.as_str();
     let Some(key) = trust.keys.get(kid) else {
         return Err(refuse(
             SigFailure::UnknownKey,
@@ -262,16 +355,14 @@ pub fn verify(
             format!("the signature of pack `{name}` by key `{kid}` does not verify: {what}"),
         )
     };
-    let vk = decode_public_key(&key.public_key).map_err(|_| bad("the trusted key is invalid"))?;
-    let raw = base64::engine::general_purpose::STANDARD
-        .decode(parsed.signature.trim())
-        .map_err(|_| bad("the signature is not base64"))?;
-    let sig = Signature::from_slice(&raw).map_err(|_| bad("the signature is not 64 bytes"))?;
-    let msg = signed_bytes(manifest).map_err(|e| bad(&e))?;
-    vk.verify(&msg, &sig)
+    let vk = key.key().map_err(|_| bad("the trusted key is invalid"))?;
+    let sig =
+        Signature::from_slice(&signature).map_err(|_| bad("the signature is not 64 bytes"))?;
+    vk.verify(&signed, &sig)
         .map_err(|_| bad("pack.json was changed after signing, or another key signed it"))?;
     Ok(TrustVerdict::Trusted {
         key_id: kid.to_owned(),
+        legacy,
     })
 }
 
@@ -402,7 +493,7 @@ pub fn check(
     policy: &Policy,
     manifest: &Manifest,
     raw_manifest: &[u8],
-    sig: Option<&[u8]>,
+    sig: Option<SigFile<'_>>,
 ) -> Result<TrustVerdict, LoadError> {
     let verdict = verify(
         &policy.trust,

@@ -9,7 +9,8 @@ fn section(patterns: &[&str]) -> TrustSection {
     keys.insert(
         "k".to_owned(),
         TrustedKey {
-            public_key: public_key_of(&SEED),
+            public_key: Some(public_key_of(&SEED)),
+            public_key_file: None,
             packs: patterns.iter().map(|p| (*p).to_owned()).collect(),
         },
     );
@@ -32,6 +33,136 @@ type Case<'a> = (
     Option<Vec<u8>>,
     Result<(), &'a str>,
 );
+
+#[test]
+fn protocol_signatures_verify_over_the_exact_bytes() {
+    let m = br#"{"name":"vendor.acme.fetch","version":"1.0.0","x-wop":{"sha256":"00"}}"#;
+    let (bytes, sig) = protocol::sign(m, &SEED, "k").unwrap();
+    // Canonical, with the v1 `manual` block naming the key.
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    assert!(
+        text.contains(r#""signing":{"method":"manual","publicKeyRef":"k","signatureRef":"keys/pack.json.sig"}"#),
+        "{text}"
+    );
+    assert_eq!(
+        crate::jcs::canonicalize(&serde_json::from_slice(&bytes).unwrap()),
+        text
+    );
+    let pem = pem::public_to_pem(
+        &ed25519_dalek::SigningKey::from_bytes(&SEED)
+            .verifying_key()
+            .to_bytes(),
+    );
+    let trust = |pats: &[&str]| {
+        let mut t = section(pats);
+        t.keys.get_mut("k").unwrap().public_key = Some(pem.clone());
+        t
+    };
+    let run = |t: &TrustSection, name: &str, bytes: &[u8], sig: Option<&[u8]>| {
+        verify(t, name, false, bytes, sig.map(SigFile::Protocol))
+    };
+    let reason = |r: Result<TrustVerdict, LoadError>| match r {
+        Err(LoadError::Signature { reason, .. }) => reason,
+        Ok(v) => panic!("verified: {v:?}"),
+        Err(e) => panic!("{e}"),
+    };
+    let ok = run(
+        &trust(&["vendor.acme.*"]),
+        "vendor.acme.fetch",
+        &bytes,
+        Some(&sig),
+    )
+    .unwrap();
+    assert_eq!(
+        ok,
+        TrustVerdict::Trusted {
+            key_id: "k".into(),
+            legacy: false
+        }
+    );
+    // One changed byte, the signature of other bytes, a short signature.
+    let mut tampered = bytes.clone();
+    let at = text.find("1.0.0").unwrap() + 4;
+    tampered[at] = b'1';
+    assert_eq!(
+        reason(run(
+            &trust(&["vendor.acme.*"]),
+            "vendor.acme.fetch",
+            &tampered,
+            Some(&sig)
+        )),
+        "bad-signature"
+    );
+    // Pretty-printed, the same manifest is other bytes: not what was signed.
+    let pretty =
+        serde_json::to_vec_pretty(&serde_json::from_slice::<serde_json::Value>(&bytes).unwrap())
+            .unwrap();
+    assert_eq!(
+        reason(run(
+            &trust(&["vendor.acme.*"]),
+            "vendor.acme.fetch",
+            &pretty,
+            Some(&sig)
+        )),
+        "bad-signature"
+    );
+    assert_eq!(
+        reason(run(
+            &trust(&["vendor.acme.*"]),
+            "vendor.acme.fetch",
+            &bytes,
+            Some(&sig[..63])
+        )),
+        "bad-signature"
+    );
+    // Namespaces: `vendor.acme.*` is any depth below, never the prefix
+    // itself nor a longer sibling.
+    assert_eq!(
+        reason(run(
+            &trust(&["vendor.acme.*"]),
+            "vendor.acme",
+            &bytes,
+            Some(&sig)
+        )),
+        "key-not-allowed"
+    );
+    assert_eq!(
+        reason(run(
+            &trust(&["vendor.acme.*"]),
+            "vendor.acmeco.fetch",
+            &bytes,
+            Some(&sig)
+        )),
+        "key-not-allowed"
+    );
+    assert!(name_matches("vendor.acme.*", "vendor.acme.a.b"));
+    // Keys and blocks.
+    let mut unknown = trust(&["vendor.acme.*"]);
+    unknown.keys = unknown
+        .keys
+        .into_values()
+        .map(|k| ("other".to_owned(), k))
+        .collect();
+    assert_eq!(
+        reason(run(&unknown, "vendor.acme.fetch", &bytes, Some(&sig))),
+        "unknown-key"
+    );
+    assert_eq!(
+        reason(run(&trust(&["*"]), "vendor.acme.fetch", m, Some(&sig))),
+        "malformed"
+    );
+    assert_eq!(
+        reason(run(&trust(&["*"]), "vendor.acme.fetch", &bytes, None)),
+        "missing"
+    );
+    let retired = br#"{"name":"a","signing":{"method":"ed25519","keyId":"k"}}"#;
+    assert_eq!(
+        reason(run(&trust(&["*"]), "a", retired, Some(&sig))),
+        "malformed"
+    );
+    let v2 = br#"{"name":"a","signing":{"keyId":"k","scheme":"ed25519-canonical-json"}}"#;
+    assert_eq!(protocol::signing_key_id(v2).unwrap(), "k");
+}
 
 #[test]
 fn verification_case_table() {
@@ -151,7 +282,7 @@ fn verification_case_table() {
             "acme.fetch",
             required,
             manifest,
-            s.as_deref(),
+            s.as_deref().map(SigFile::Legacy),
         );
         match (got, want) {
             (Ok(_), Ok(())) => {}

@@ -143,6 +143,7 @@ pub(super) fn bare_manifest(name: &str, ids: &[String], path: &Path, sha256: &st
                 .file_name()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default(),
+            requires: Vec::new(),
         },
         wop: WopBlock {
             sha256: sha256.to_owned(),

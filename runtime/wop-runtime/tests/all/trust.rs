@@ -16,10 +16,41 @@ fn policy(patterns: &str, extra: &str) -> String {
     )
 }
 
+/// Signs in the protocol's format: canonical `pack.json` with its
+/// `signing` block, the raw signature in `keys/pack.json.sig`.
 fn sign(dir: &Path, seed: &[u8; 32], id: &str) {
+    let m = std::fs::read(dir.join("pack.json")).unwrap();
+    let (bytes, sig) = trust::protocol::sign(&m, seed, id).unwrap();
+    std::fs::write(dir.join("pack.json"), bytes).unwrap();
+    std::fs::create_dir_all(dir.join("keys")).unwrap();
+    std::fs::write(dir.join("keys/pack.json.sig"), sig).unwrap();
+}
+
+/// Signs in the earlier format (`pack.sig`), still verified.
+fn sign_legacy(dir: &Path, seed: &[u8; 32], id: &str) {
     let m = std::fs::read(dir.join("pack.json")).unwrap();
     let sig = trust::sign(&m, seed, id).unwrap();
     std::fs::write(dir.join("pack.sig"), serde_json::to_vec(&sig).unwrap()).unwrap();
+}
+
+#[tokio::test]
+async fn a_legacy_signature_still_loads_but_not_next_to_a_protocol_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = copy_pack("hello", tmp.path());
+    sign_legacy(&dir, &SEED, "acme");
+    let rt = runtime(&policy("\"hello\"", ""));
+    let verdict = wop_core::pack::trust_verdict(&dir, rt.policy()).unwrap();
+    assert!(verdict.to_string().contains("legacy pack.sig"), "{verdict}");
+    rt.load_pack(&dir).await.unwrap();
+    let both = copy_pack("hello", &tmp.path().join("both"));
+    sign(&both, &SEED, "acme");
+    sign_legacy(&both, &SEED, "acme");
+    let rt = runtime(&policy("\"hello\"", ""));
+    let text = refused(&rt, &both, ErrorCode::PackSignatureInvalid).await;
+    assert!(
+        text.contains("both keys/pack.json.sig and the legacy pack.sig"),
+        "{text}"
+    );
 }
 
 async fn refused(rt: &Runtime, dir: &Path, code: ErrorCode) -> String {
