@@ -275,6 +275,9 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
         "{t}"
     );
     refused(&install("hello@9.9.9", &[]), "pack_version_not_found");
+    let o = install("local.mine", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("never published"), "{}", text(&o));
 
     // Hostile: a tarball that is not what the index says; a pack.json
     // changed inside a correctly hashed tarball; an unknown key; a key

@@ -89,6 +89,12 @@ fn parse_want(s: &str) -> Result<Want, Failure> {
     if !wop_runtime::manifest::valid_name(name) {
         return Err(usage(anyhow::anyhow!("`{name}` is not a pack name")));
     }
+    if name.starts_with("local.") {
+        return Err(usage(anyhow::anyhow!(
+            "`{name}` is in the `local.*` namespace, which is never published to a registry; \
+             load it from its directory instead"
+        )));
+    }
     Ok(Want {
         name: name.to_owned(),
         pin,
