@@ -214,6 +214,14 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
     tree.publish("kernels", "ghost-key", false, none, false);
     tree.publish("spin", "other-key", false, none, false);
     tree.finish();
+    // An index for `alias` that serves hello's (validly signed) archive.
+    let hello_row = tree.rows["hello"][0].clone();
+    std::fs::create_dir_all(root.join("v1/packs/alias")).unwrap();
+    std::fs::write(
+        root.join("v1/packs/alias/index.json"),
+        serde_json::to_vec(&json!({"name": "alias", "versions": [hello_row]})).unwrap(),
+    )
+    .unwrap();
     let (_server, port) = serve(&root);
     let registry = format!("http://127.0.0.1:{port}");
     let policy = work.join("policy.toml");
@@ -275,6 +283,12 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
         "{t}"
     );
     refused(&install("hello@9.9.9", &[]), "pack_version_not_found");
+    let t = refused(&install("alias", &[]), "pack_validation_failed");
+    assert!(t.contains("holds a pack named `hello`"), "{t}");
+    for bad in ["../../etc@1.0.0", "hello@1.0.0-../../x"] {
+        let o = install(bad, &[]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", text(&o));
+    }
     let o = install("local.mine", &[]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("never published"), "{}", text(&o));

@@ -118,7 +118,8 @@ fn req_str<'a>(v: &'a Value, key: &str, path: &str) -> Result<&'a str, LoadError
     }
 }
 
-/// Whether `s` is a valid pack name (lowercase letters, digits, `-._@/`).
+/// Whether `s` is a valid pack name (lowercase letters, digits, `-._@/`;
+/// no empty, `.` or `..` segment between slashes).
 pub fn valid_name(s: &str) -> bool {
     s.len() <= 214
         && s.chars()
@@ -126,15 +127,35 @@ pub fn valid_name(s: &str) -> bool {
             .is_some_and(|c| c.is_ascii_alphanumeric() || c == '@')
         && s.chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-._@/".contains(c))
+        // `@scope/name` is one name, never a path that climbs.
+        && s.split('/').all(|seg| !matches!(seg, "" | "." | ".."))
 }
 
-fn valid_version(s: &str) -> bool {
-    let core = s.split(['-', '+']).next().unwrap_or("");
+/// Whether `s` is a semantic version: `MAJOR.MINOR.PATCH`, then an
+/// optional `-pre.release` and `+build`, whose identifiers are non-empty
+/// runs of `[0-9A-Za-z-]` (so a version is never a path, a URL or markup:
+/// it is used in file names and registry paths).
+pub fn valid_version(s: &str) -> bool {
+    let (main, build) = match s.split_once('+') {
+        Some((m, b)) => (m, Some(b)),
+        None => (s, None),
+    };
+    let (core, pre) = match main.split_once('-') {
+        Some((c, p)) => (c, Some(p)),
+        None => (main, None),
+    };
+    let idents = |t: &str| {
+        s.len() <= 256
+            && t.split('.')
+                .all(|i| !i.is_empty() && i.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+    };
     let parts: Vec<&str> = core.split('.').collect();
     parts.len() == 3
         && parts
             .iter()
             .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        && pre.is_none_or(idents)
+        && build.is_none_or(idents)
 }
 
 /// Semantic-version precedence (SemVer 2.0.0 §11) of two versions that
@@ -556,6 +577,34 @@ mod tests {
             let mut v = good();
             mutate(&mut v);
             assert_eq!(path_of(v), want);
+        }
+    }
+
+    #[test]
+    fn names_never_climb() {
+        for ok in ["hello", "vendor.acme.fetch", "@scope/name", "a..b"] {
+            assert!(valid_name(ok), "{ok}");
+        }
+        for bad in ["a/../../x", "a/./b", "a//b", "a/", "../x", "A"] {
+            assert!(!valid_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn versions_are_semver_and_never_paths() {
+        for ok in ["1.0.0", "0.1.0-rc.1", "1.0.0+build.7", "1.0.0-alpha-2+x.y"] {
+            assert!(valid_version(ok), "{ok}");
+        }
+        for bad in [
+            "1.0",
+            "1.0.0-",
+            "1.0.0-../../etc",
+            "1.0.0-a/b",
+            "1.0.0+x..y",
+            "1.0.0-a b",
+            "v1.0.0",
+        ] {
+            assert!(!valid_version(bad), "{bad}");
         }
     }
 

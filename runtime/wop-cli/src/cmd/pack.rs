@@ -84,6 +84,12 @@ async fn assemble(a: &PackArgs, wasm_path: &std::path::Path) -> Result<u8, Failu
             ))
         })?
         .to_owned();
+    if !wop_runtime::manifest::valid_name(&name) {
+        return Err(usage(anyhow::anyhow!(
+            "{}: $.name `{name}` must be lowercase letters, digits and `-._@/` (no `..` segment)",
+            template.display()
+        )));
+    }
     let entry = manifest["runtime"]["entry"]
         .as_str()
         .ok_or_else(|| {

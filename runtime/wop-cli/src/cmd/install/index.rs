@@ -79,6 +79,12 @@ pub(crate) fn rows(v: &Value) -> Result<Vec<Row>, String> {
             let version = r["version"]
                 .as_str()
                 .ok_or("a version row has no version")?;
+            if !wop_runtime::manifest::valid_version(version) {
+                return Err(format!(
+                    "the pack index lists `{}`, which is not a version",
+                    &version[..version.floor_char_boundary(60)]
+                ));
+            }
             let integrity = r["integrity"]
                 .as_str()
                 .ok_or_else(|| format!("version {version} has no integrity"))?;

@@ -89,6 +89,18 @@ fn parse_want(s: &str) -> Result<Want, Failure> {
     if !wop_runtime::manifest::valid_name(name) {
         return Err(usage(anyhow::anyhow!("`{name}` is not a pack name")));
     }
+    if name.contains('/') || name.starts_with('.') {
+        return Err(usage(anyhow::anyhow!(
+            "`{name}` cannot be installed: a registry pack name is one path segment (e.g. vendor.acme.fetch)"
+        )));
+    }
+    if let Some(v) = &pin
+        && !wop_runtime::manifest::valid_version(v)
+    {
+        return Err(usage(anyhow::anyhow!(
+            "`{v}` is not a version (MAJOR.MINOR.PATCH)"
+        )));
+    }
     if name.starts_with("local.") {
         return Err(usage(anyhow::anyhow!(
             "`{name}` is in the `local.*` namespace, which is never published to a registry; \
@@ -117,11 +129,8 @@ pub(crate) async fn install(a: InstallArgs) -> Result<u8, Failure> {
         None => lock
             .packs
             .iter()
-            .map(|p| Want {
-                name: p.name.clone(),
-                pin: Some(p.version.clone()),
-            })
-            .collect(),
+            .map(|p| parse_want(&format!("{}@{}", p.name, p.version)))
+            .collect::<Result<_, _>>()?,
     };
     let registry = a.registry.clone().or_else(|| lock.registry.clone());
     let before = lock.clone();
@@ -139,7 +148,7 @@ pub(crate) async fn install(a: InstallArgs) -> Result<u8, Failure> {
             };
             online(&a, &policy, reg, &w.name, pin.as_deref(), locked.as_ref()).await?
         };
-        let (installed, verdict) = place(&a, &policy, &got)?;
+        let (installed, verdict) = place(&a, &policy, &w.name, &got)?;
         println!(
             "installed {}@{} -> {} ({}; {verdict})",
             w.name,
@@ -340,6 +349,7 @@ async fn online(
 fn place(
     a: &InstallArgs,
     policy: &Policy,
+    name: &str,
     got: &Got,
 ) -> Result<(PathBuf, wop_core::trust::TrustVerdict), Failure> {
     let Some(manifest_bytes) = got.files.get("pack.json") else {
@@ -350,6 +360,15 @@ fn place(
     };
     let manifest =
         wop_core::manifest::Manifest::parse(manifest_bytes).map_err(|e| refused(e.code(), e))?;
+    if manifest.name != name {
+        return Err(refused(
+            ErrorCode::PackValidationFailed,
+            format!(
+                "the archive of `{name}` holds a pack named `{}`; refused",
+                manifest.name
+            ),
+        ));
+    }
     if manifest.version != got.version {
         return Err(refused(
             ErrorCode::PackValidationFailed,
