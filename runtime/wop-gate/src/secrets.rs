@@ -136,18 +136,18 @@ impl SecretStore {
                 )));
             };
             let resolved = match (r.scope, entry.tenants.get(tenant)) {
+                (Some(s @ (SecretScope::User | SecretScope::Run)), _) => {
+                    return Err(unavailable(format!(
+                        "the node needs a per-{} value of secret `{id}`; this host provides \
+                         operator and per-tenant values only",
+                        s.as_str()
+                    )));
+                }
                 (_, Some(per_tenant)) => per_tenant,
                 (Some(SecretScope::Tenant), None) => {
                     return Err(unavailable(format!(
                         "the node needs a per-tenant value of secret `{id}`, and there is none \
                          for this tenant (add it under [secrets.{id}.tenants])"
-                    )));
-                }
-                (Some(s @ (SecretScope::User | SecretScope::Run)), None) => {
-                    return Err(unavailable(format!(
-                        "the node needs a per-{} value of secret `{id}`; this host provides \
-                         operator and per-tenant values only",
-                        s.as_str()
                     )));
                 }
                 (None, None) => match &entry.shared {
@@ -168,5 +168,70 @@ impl SecretStore {
             }
         }
         Ok(Credentials::new(list))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wop_core::secrets::SecretKind;
+
+    fn req(id: &str, scope: Option<SecretScope>) -> SecretRequirement {
+        SecretRequirement {
+            id: id.to_owned(),
+            kind: SecretKind::ApiKey,
+            provider: None,
+            scope,
+        }
+    }
+
+    #[test]
+    fn resolution_follows_grant_configuration_tenant_and_scope() {
+        let policy = Policy::from_toml(
+            "[secrets.shared]\nvalue = \"shared-value-123\"\naudiences = [\"a.example\"]\n\
+             [secrets.per]\ntenants = { acme = \"acme-value-123\" }\naudiences = [\"a.example\"]\n\
+             [secrets.gone]\nvalue = \"file:/definitely/not/here\"\naudiences = [\"a.example\"]\n",
+        )
+        .unwrap();
+        let store = SecretStore::load(&policy);
+        let all: Vec<String> = ["shared", "per", "gone"].map(String::from).to_vec();
+        let ok = |reqs: &[SecretRequirement], tenant: &str| {
+            store
+                .resolve("p", &all, reqs, tenant)
+                .map(|c| c.iter().map(|c| c.id().to_owned()).collect::<Vec<_>>())
+        };
+        assert_eq!(ok(&[req("shared", None)], "x").unwrap(), ["shared"]);
+        assert_eq!(
+            ok(&[req("per", Some(SecretScope::Tenant))], "acme").unwrap(),
+            ["per"]
+        );
+        let why = |reqs: &[SecretRequirement], tenant: &str| ok(reqs, tenant).unwrap_err().message;
+        assert!(
+            why(&[req("per", Some(SecretScope::Tenant))], "globex")
+                .contains("[secrets.per.tenants]")
+        );
+        assert!(why(&[req("per", None)], "globex").contains("per-tenant values only"));
+        // A per-user secret is never served a tenant's value.
+        assert!(why(&[req("per", Some(SecretScope::User))], "acme").contains("per-user"));
+        let e = store
+            .resolve("p", &["nope".to_owned()], &[req("nope", None)], "acme")
+            .unwrap_err();
+        assert!(e.message.contains("no [secrets.nope]"), "{}", e.message);
+        let e = store
+            .resolve("p", &[], &[req("shared", None)], "x")
+            .unwrap_err();
+        assert!(e.message.contains("has not granted"), "{}", e.message);
+        let e = why(&[req("gone", None)], "x");
+        assert!(
+            e.contains("is not usable: cannot open /definitely/not/here"),
+            "{e}"
+        );
+        assert_eq!(store.problems().len(), 1);
+        // Nothing declared: nothing resolved, nothing read.
+        assert!(ok(&[], "x").unwrap().is_empty());
+        // No message carries a value.
+        for m in store.problems() {
+            assert!(!m.contains("value-123"), "{m}");
+        }
     }
 }

@@ -306,7 +306,6 @@ impl Gate {
         }
     }
 
-    /// Applies the result-size cap.
     /// The credentials to attach to a call of `tool`, with their
     /// `egress.decided` events; an expired one refuses the call.
     fn credentials_for(
@@ -343,6 +342,7 @@ impl Gate {
         }
     }
 
+    /// Applies the result-size cap.
     fn bounded(&self, r: Result<Value, ToolFailure>) -> Result<Value, GateError> {
         match r {
             Ok(v) => {
