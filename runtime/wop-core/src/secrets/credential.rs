@@ -27,8 +27,9 @@ pub enum Attach {
 }
 
 /// Header names a credential may not be attached as: framing and
-/// hop-by-hop headers, `Host`, `Idempotency-Key` and `Cookie` pieces the
-/// client manages.
+/// hop-by-hop headers, `Host`, `Idempotency-Key`, trace context, content
+/// negotiation the host controls for redaction, and the MCP transport's
+/// own headers.
 const NOT_AS: &[&str] = &[
     "host",
     "content-length",
@@ -43,6 +44,14 @@ const NOT_AS: &[&str] = &[
     "idempotency-key",
     "traceparent",
     "tracestate",
+    "accept",
+    "accept-encoding",
+    "range",
+    "if-range",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
 ];
 
 impl Attach {
