@@ -43,6 +43,11 @@ pub(crate) struct Common {
     /// Print one JSON document instead of human output.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Export the invocation's trace over OTLP/HTTP JSON to this traces
+    /// endpoint (e.g. http://localhost:4318/v1/traces). Default: the
+    /// standard OTEL_EXPORTER_OTLP_* variables, else no trace.
+    #[arg(long)]
+    pub(crate) otlp: Option<String>,
 }
 
 /// An error with the exit code it maps to.
@@ -121,6 +126,20 @@ fn build_runtime(c: &Common, with_store: bool) -> Result<Runtime, Failure> {
         eprintln!("wop: {}", crate::output::LOOPBACK_WARNING);
     }
     let mut cfg = RuntimeConfig::new();
+    let (otlp, warning) = wop_runtime::gate::otlp::Config::from_env();
+    if let Some(w) = warning {
+        eprintln!("wop: warning: {w}");
+    }
+    let otlp = match &c.otlp {
+        Some(url) => Some(wop_runtime::gate::otlp::Config {
+            endpoint: url.clone(),
+            headers: otlp.map(|o| o.headers).unwrap_or_default(),
+        }),
+        None => otlp,
+    };
+    if let Some(o) = otlp {
+        cfg.otlp(o);
+    }
     if !c.no_cache
         && let Some(d) = c.cache_dir.clone().or_else(default_cache_dir)
     {

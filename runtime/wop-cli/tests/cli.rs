@@ -200,6 +200,33 @@ fn inspect_lists_declared_secrets_against_the_policy_and_warns_without_values() 
 }
 
 #[test]
+fn run_exports_its_trace_with_otlp() {
+    let collector = wop_testkit::Server::start_detached(wop_testkit::Mode::Ok);
+    let url = collector.url("/v1/traces");
+    let o = wop(&[
+        "run",
+        &pack("hello"),
+        "wop.samples.hello",
+        "--input",
+        "{\"name\":\"T\"}",
+        "--otlp",
+        &url,
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Flushed before the process exited.
+    let seen = collector.requests();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let body: Value = serde_json::from_str(&seen[0].body).unwrap();
+    let span = &body["resourceSpans"][0]["scopeSpans"][0]["spans"][0];
+    assert_eq!(span["name"], "openwop.node.wop.samples.hello");
+}
+
+#[test]
 fn demo_tells_the_whole_story() {
     let o = Command::new(env!("CARGO_BIN_EXE_wop"))
         .arg("demo")

@@ -62,6 +62,7 @@ pub mod requires;
 pub mod secrets;
 pub mod time;
 pub mod tools;
+pub mod trace;
 pub mod trust;
 
 pub use breach::BreachKind;

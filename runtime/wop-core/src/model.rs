@@ -84,6 +84,10 @@ pub struct InvokeRequest {
     /// The run's bounds. Default: the policy's `[runs]`.
     #[serde(default)]
     pub bounds: Option<crate::budget::RunBounds>,
+    /// The caller's W3C `traceparent`: the invocation's span is its child
+    /// (a malformed value is ignored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 fn empty_object() -> Value {
@@ -102,6 +106,7 @@ impl InvokeRequest {
             principal: Principal::default(),
             budget: None,
             bounds: None,
+            traceparent: None,
         }
     }
 }

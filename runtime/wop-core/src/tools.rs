@@ -234,6 +234,10 @@ pub struct ToolCall {
     /// [`header`](crate::secrets::Credential::header); the gate takes their
     /// values out of whatever the provider returns.
     pub credentials: Vec<std::sync::Arc<crate::secrets::Credential>>,
+    /// The W3C `traceparent` of this call's span, when traces are
+    /// exported: providers pass it on (a `traceparent` header, MCP
+    /// `params._meta.traceparent`, a nested node's parent).
+    pub traceparent: Option<String>,
 }
 
 /// Why a provider did not return a result.

@@ -245,6 +245,9 @@ impl ToolProvider for GuardedFetch {
             if let Some(k) = &call.idempotency_key {
                 rb = rb.header("idempotency-key", k);
             }
+            if let Some(tp) = &call.traceparent {
+                rb = rb.header("traceparent", tp);
+            }
             if let Some(b) = &body {
                 rb = rb.body(b.clone());
             }

@@ -69,6 +69,9 @@ impl ToolProvider for HttpTool {
         for (name, value) in call.credentials.iter().filter_map(|c| c.header()) {
             req = req.header(name, value);
         }
+        if let Some(tp) = &call.traceparent {
+            req = req.header("traceparent", tp);
+        }
         let body = serde_json::to_vec(&call.arguments).unwrap_or_default();
         let resp = match req.body(body).send().await {
             Ok(r) => r,

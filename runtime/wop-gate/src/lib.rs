@@ -33,10 +33,12 @@ pub mod fetch_client;
 mod gate;
 pub mod http_tool;
 pub mod mcp;
+pub mod otlp;
 pub mod pack_tool;
 pub mod secrets;
 mod session;
 pub mod tools;
+pub mod trace;
 
 pub use audit::{Audit, LogAudit};
 pub use egress::{Egress, PackEgress};

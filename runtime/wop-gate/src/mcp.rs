@@ -372,6 +372,9 @@ impl crate::ToolProvider for McpTool {
         }
         // The hub keeps the deadline itself, so a connect or handshake that
         // runs out of time is known not to have sent the call.
+        if let Some(tp) = &call.traceparent {
+            meta.insert("traceparent".to_owned(), Value::String(tp.clone()));
+        }
         let by = tokio::time::Instant::now() + call.timeout;
         let headers: reqwest::header::HeaderMap =
             call.credentials.iter().filter_map(|c| c.header()).collect();

@@ -70,6 +70,8 @@ impl ToolProvider for PackTool {
             // Same run: its ledger (budget, run clock) already exists.
             budget: None,
             bounds: None,
+            // The nested node's span is the child of this call's.
+            traceparent: call.traceparent,
         };
         let report = rt.invoke_nested(req, depth).await;
         match report.outcome {

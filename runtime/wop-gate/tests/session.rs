@@ -73,6 +73,7 @@ fn session(gate: &Arc<Gate>, attempt: u32, granted: &[&str]) -> GateSession {
         transport: Transport::Native,
         meter: None,
         credentials: Default::default(),
+        trace: None,
     };
     let log = Arc::new(Mutex::new(LogBuffer::new(1 << 20, 4096)));
     GateSession::new(gate.clone(), site, None, log)

@@ -60,6 +60,8 @@ pub(crate) struct RunEnv<'a> {
     /// The credentials host calls may attach (the node's declared
     /// secrets, resolved at admission).
     pub credentials: wop_core::secrets::Credentials,
+    /// The invocation's trace, when traces are exported.
+    pub trace: Option<wop_gate::trace::TraceSite>,
 }
 
 /// The context of the runtime's own executions (`describe()` and ABI v1
@@ -97,6 +99,7 @@ impl<'a> RunEnv<'a> {
             tap: None,
             instantiations,
             credentials: Default::default(),
+            trace: None,
         }
     }
 

@@ -38,6 +38,9 @@ pub(crate) struct Run {
     pub key: Option<String>,
     /// What the idempotency digest covers.
     pub request: Value,
+    /// The caller's W3C `traceparent` (a `traceparent` header, or MCP
+    /// `params._meta.traceparent`); a malformed one is ignored.
+    pub traceparent: Option<String>,
 }
 
 /// `{invocationId, outcome, output|error|interrupt, events, usage}`.
@@ -121,6 +124,7 @@ async fn execute(
     req.principal = run.principal.clone();
     req.budget = run.budget;
     req.bounds = run.bounds;
+    req.traceparent = run.traceparent;
     let (claim_run, claim_node) = (run_id.clone(), node_id.clone());
     let (type_id, tenant_label) = (run.type_id.clone(), tenant.clone());
     let st = state.clone();
@@ -308,6 +312,10 @@ async fn post_inner(state: AppState, headers: HeaderMap, body: Body) -> Result<R
         principal,
         key,
         request: raw,
+        traceparent: headers
+            .get("traceparent")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
     };
     if wants_stream(&headers) {
         let (sink, body) = sse::channel(state.cfg.sse_queue_bytes);

@@ -487,6 +487,9 @@ async fn call(state: &AppState, principal: &Principal, req: &Req<'_>) -> Respons
         key,
         // The digest covers what the caller asked for.
         request: json!({"name": name, "arguments": arguments}),
+        traceparent: get("traceparent")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
     };
     match invoke::run(state.clone(), run, permit, None).await {
         Ok((resp, _replayed)) => ok(req, tool_result(&resp)),

@@ -313,6 +313,15 @@ impl Server {
         for t in &opts.tools {
             rc.tool(t.clone());
         }
+        // Traces: the standard OTEL_EXPORTER_OTLP_* variables (off unless set).
+        let (otlp, warning) = wop_runtime::gate::otlp::Config::from_env();
+        if let Some(w) = warning {
+            tracing::warn!("{w}");
+        }
+        if let Some(c) = otlp {
+            tracing::info!(endpoint = %c.endpoint, "exporting traces (OTLP/HTTP JSON)");
+            rc.otlp(c);
+        }
         let rt = Runtime::new(&rc).map_err(|e| ServeError::Runtime(e.to_string()))?;
         for w in rt.secret_warnings() {
             tracing::warn!("{w}");

@@ -138,8 +138,11 @@ pub(crate) async fn run(a: RunArgs) -> Result<u8, Failure> {
         },
         budget: a.limits.budget(),
         bounds: a.limits.bounds(),
+        traceparent: None,
     };
     let report = rt.invoke(req).await;
+    // The trace leaves before the process does.
+    rt.flush_traces(std::time::Duration::from_secs(5)).await;
     if a.common.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -46,6 +46,9 @@ pub struct CallSite {
     /// The credentials this invocation may have attached (its node's
     /// declared secrets, granted and resolved for its tenant).
     pub credentials: wop_core::secrets::Credentials,
+    /// The invocation's trace, when traces are exported: each host call
+    /// is a child span, and carries its `traceparent` on.
+    pub trace: Option<crate::trace::TraceSite>,
 }
 
 /// The run whose budget pays for calls at a call site.
@@ -305,15 +308,17 @@ impl Gate {
             agent: site.principal.id.clone(),
             tool: tool_id.to_owned(),
             call_id: id,
+            span: site.trace.as_ref().map(crate::trace::Started::begin),
         }
     }
 }
 
-/// The pairing data for `agent.tool-returned`.
+/// The pairing data for `agent.tool-returned`, and the call's span.
 struct Returned {
     agent: String,
     tool: String,
     call_id: String,
+    span: Option<crate::trace::Started>,
 }
 
 impl Returned {
@@ -325,6 +330,21 @@ impl Returned {
         replayed: bool,
         effect_id: Option<String>,
     ) -> Event {
+        if let Some(span) = &self.span {
+            use wop_core::trace::Attr;
+            let mut attrs = vec![
+                (
+                    "openwop.tool_status",
+                    Attr::str(&format!("{status:?}").to_ascii_lowercase()),
+                ),
+                ("openwop.replayed", Attr::Bool(replayed)),
+            ];
+            if let Some(e) = &effect_id {
+                attrs.push(("openwop.effect_id", Attr::str(e)));
+            }
+            let error = r.as_ref().err().map(|e| e.code.as_str().to_owned());
+            span.end(&self.tool, &self.call_id, attrs, error);
+        }
         Event::ToolReturned {
             agent_id: self.agent.clone(),
             tool_name: self.tool.clone(),

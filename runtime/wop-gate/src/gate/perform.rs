@@ -64,6 +64,7 @@ impl Gate {
             timeout: tool.timeout.min(remaining),
             depth: site.depth,
             credentials,
+            traceparent: ret.span.as_ref().map(crate::trace::Started::traceparent),
         };
 
         // 3. Reads and pure tools: perform directly.

@@ -66,6 +66,17 @@ def auth_log() -> list:
     return seen_auth
 
 
+@mcp.tool()
+def meta_traceparent(ctx: Context) -> str:
+    """The `traceparent` the request's `_meta` carried ("" if none)."""
+    meta = ctx.request_context.meta
+    if meta is None:
+        return ""
+    if isinstance(meta, dict):
+        return str(meta.get("traceparent", ""))
+    return str((getattr(meta, "model_extra", None) or {}).get("traceparent", ""))
+
+
 @mcp.resource("test://greeting")
 def greeting() -> str:
     """A static text resource."""

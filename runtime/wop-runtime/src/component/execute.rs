@@ -58,6 +58,7 @@ pub(crate) async fn execute(
             node_id: env.context.node_id.clone(),
         }),
         credentials: env.credentials.clone(),
+        trace: env.trace.clone(),
     };
     let mut session = GateSession::new(
         reach.gate.clone(),

@@ -32,6 +32,7 @@ pub struct RuntimeConfig {
     executor_id: Option<String>,
     tools: Vec<RegisteredTool>,
     resolver: Option<Arc<dyn wop_gate::Resolver>>,
+    otlp: Option<wop_gate::otlp::Config>,
 }
 
 impl RuntimeConfig {
@@ -81,6 +82,14 @@ impl RuntimeConfig {
     /// whole by the egress guard; tests inject fakes here.
     pub fn resolver(&mut self, resolver: Arc<dyn wop_gate::Resolver>) -> &mut Self {
         self.resolver = Some(resolver);
+        self
+    }
+
+    /// Exports traces over OTLP/HTTP JSON to `cfg` (see
+    /// [`wop_gate::otlp::Config::from_env`] for the standard variables).
+    /// By default no trace is kept.
+    pub fn otlp(&mut self, cfg: wop_gate::otlp::Config) -> &mut Self {
+        self.otlp = Some(cfg);
         self
     }
 
@@ -207,6 +216,10 @@ pub(super) fn inner(config: &RuntimeConfig) -> Result<(Inner, InvokerSlot), Conf
         nested: OnceLock::new(),
         mcp: Arc::new(mcp),
         secrets: wop_gate::secrets::SecretStore::load(&config.policy),
+        tracer: config
+            .otlp
+            .clone()
+            .map(|c| wop_gate::otlp::Exporter::new(c, env!("CARGO_PKG_VERSION"))),
     };
     Ok((inner, me))
 }

@@ -83,13 +83,33 @@ impl Runtime {
         depth: u32,
         sink: Option<Arc<dyn EventSink>>,
     ) -> InvocationReport {
+        let span = self
+            .inner
+            .tracer
+            .as_ref()
+            .map(|_| super::trace::NodeSpan::start(&req));
         let admitted = match self.admit(&req, &sink).await {
             Ok(a) => a,
-            Err(refused) => return report(&sink, &req, refused),
+            Err(refused) => return self.traced(&req, span, report(&sink, &req, refused)),
         };
-        let env = self.env(&req, depth, &admitted);
+        let mut env = self.env(&req, depth, &admitted);
+        env.trace = span.as_ref().map(|s| s.site.clone());
         let ran = admitted.pack.invoke(&req, &env).await;
-        self.settle(&req, &sink, admitted, ran).await
+        let done = self.settle(&req, &sink, admitted, ran).await;
+        self.traced(&req, span, done)
+    }
+
+    /// Hands the invocation's spans to the exporter, if traces are on.
+    fn traced(
+        &self,
+        req: &InvokeRequest,
+        span: Option<super::trace::NodeSpan>,
+        report: InvocationReport,
+    ) -> InvocationReport {
+        if let (Some(t), Some(s)) = (&self.inner.tracer, span) {
+            t.export(s.end(req, &report));
+        }
+        report
     }
 
     /// Step 1: the pack, the run's ledger, admission; or the report of a
@@ -221,6 +241,7 @@ impl Runtime {
             tap: a.live.as_ref().map(Live::tap),
             instantiations: Some(&self.inner.instantiations),
             credentials: a.credentials.clone(),
+            trace: None,
         }
     }
 

@@ -27,6 +27,7 @@ use wop_gate::tools::ToolDescriptor;
 mod build;
 mod invoke;
 mod live;
+mod trace;
 
 pub use build::RuntimeConfig;
 
@@ -68,6 +69,8 @@ pub(crate) struct Inner {
     mcp: Arc<wop_gate::mcp::McpGateway>,
     /// The operator's credentials (`[secrets]`), read once.
     secrets: wop_gate::secrets::SecretStore,
+    /// Where traces go, if anywhere.
+    tracer: Option<Arc<wop_gate::otlp::Exporter>>,
 }
 
 /// Node-pack tools run nested invocations through the runtime.
@@ -272,6 +275,23 @@ impl Runtime {
     /// The operator policy in force.
     pub fn policy(&self) -> &Policy {
         &self.inner.policy
+    }
+
+    /// Sends every span queued so far to the OTLP collector (at most
+    /// `within`); a no-op when traces are not exported. `wop run` calls it
+    /// before it exits.
+    pub async fn flush_traces(&self, within: std::time::Duration) {
+        if let Some(t) = &self.inner.tracer {
+            t.flush(within).await;
+        }
+    }
+
+    /// Spans dropped (queue full) and export requests that failed.
+    pub fn trace_export_losses(&self) -> (u64, u64) {
+        self.inner
+            .tracer
+            .as_ref()
+            .map_or((0, 0), |t| (t.dropped(), t.failed()))
     }
 
     /// What an operator should be told about `[secrets]` at start: values

@@ -21,6 +21,7 @@ mod metering;
 mod packfiles;
 mod replay;
 mod samples;
+mod traces;
 mod trust;
 
 use serde_json::Value;

@@ -18,6 +18,7 @@ mod python;
 mod rmcp_client;
 mod stream;
 mod tenants;
+mod traces;
 
 use serde_json::Value;
 use std::net::SocketAddr;

@@ -96,6 +96,7 @@ impl Client {
             timeout: settings.timeout,
             depth: 0,
             credentials: Vec::new(),
+            traceparent: None,
         };
         let v = fetch
             .call(call)

@@ -1,0 +1,260 @@
+//! Traces (DESIGN.md §9): W3C trace context in and out, the spans of one
+//! invocation, and their OTLP/HTTP JSON encoding. Pure: ids come from the
+//! caller's randomness, times from the caller's clock, and exporting is
+//! the gate's (`wop_gate::otlp`).
+//!
+//! Span names are the protocol's and never a string a pack chose:
+//! `openwop.node.<typeId>` (the type id only when it is a plain
+//! `[a-z0-9._-]` id, else `openwop.node`) and `openwop.activity.<kind>`
+//! for a host call (`tool`, `mcp`, `http`). Attribute values are capped at
+//! [`MAX_ATTR_LEN`] bytes.
+
+use serde_json::{Value, json};
+
+/// Longest attribute value kept (longer ones are cut at a char boundary).
+pub const MAX_ATTR_LEN: usize = 256;
+
+/// A W3C trace context (`traceparent`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceContext {
+    /// The trace.
+    pub trace_id: [u8; 16],
+    /// The parent span.
+    pub span_id: [u8; 8],
+    /// The sampled flag.
+    pub sampled: bool,
+}
+
+fn hex_exact<const N: usize>(s: &str) -> Option<[u8; N]> {
+    if s.len() != N * 2 || !s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return None;
+    }
+    let v = hex::decode(s).ok()?;
+    <[u8; N]>::try_from(v).ok()
+}
+
+impl TraceContext {
+    /// Parses a `traceparent` header value. Anything malformed (another
+    /// version's shape, upper case, all-zero ids) is `None`: a bad value is
+    /// ignored, never an error, and never grants anything.
+    pub fn parse(v: &str) -> Option<TraceContext> {
+        let v = v.trim();
+        if v.len() > 512 {
+            return None;
+        }
+        let mut parts = v.split('-');
+        let (ver, t, s, f) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+        if ver != "00" || parts.next().is_some() {
+            return None;
+        }
+        let trace_id: [u8; 16] = hex_exact(t)?;
+        let span_id: [u8; 8] = hex_exact(s)?;
+        let flags: [u8; 1] = hex_exact(f)?;
+        if trace_id == [0; 16] || span_id == [0; 8] {
+            return None;
+        }
+        Some(TraceContext {
+            trace_id,
+            span_id,
+            sampled: flags[0] & 1 == 1,
+        })
+    }
+
+    /// The `traceparent` header value.
+    pub fn header(&self) -> String {
+        format!(
+            "00-{}-{}-{}",
+            hex::encode(self.trace_id),
+            hex::encode(self.span_id),
+            if self.sampled { "01" } else { "00" }
+        )
+    }
+
+    /// The same trace, with `span_id` as the parent.
+    pub fn child(&self, span_id: [u8; 8]) -> TraceContext {
+        TraceContext { span_id, ..*self }
+    }
+}
+
+/// An attribute value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Attr {
+    /// A string (capped).
+    Str(String),
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A boolean.
+    Bool(bool),
+}
+
+impl Attr {
+    /// A string attribute, capped at [`MAX_ATTR_LEN`] bytes.
+    pub fn str(s: &str) -> Attr {
+        Attr::Str(s[..s.floor_char_boundary(MAX_ATTR_LEN)].to_owned())
+    }
+
+    fn otlp(&self) -> Value {
+        match self {
+            Attr::Str(s) => json!({"stringValue": s}),
+            Attr::Int(i) => json!({"intValue": i.to_string()}),
+            Attr::Float(f) => json!({"doubleValue": f}),
+            Attr::Bool(b) => json!({"boolValue": b}),
+        }
+    }
+}
+
+/// One finished span.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Span {
+    /// The trace.
+    pub trace_id: [u8; 16],
+    /// This span.
+    pub span_id: [u8; 8],
+    /// Its parent, if any.
+    pub parent: Option<[u8; 8]>,
+    /// The protocol's name.
+    pub name: String,
+    /// Start, ns since the Unix epoch.
+    pub start_ns: u64,
+    /// End, ns since the Unix epoch.
+    pub end_ns: u64,
+    /// `SPAN_KIND_SERVER` for an invocation, `CLIENT` for a host call.
+    pub client: bool,
+    /// Attributes.
+    pub attributes: Vec<(&'static str, Attr)>,
+    /// The error code, when it failed.
+    pub error: Option<String>,
+}
+
+/// Whether `s` may appear in a span name.
+fn plain(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 128
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
+}
+
+/// `openwop.node.<typeId>`, or `openwop.node` for a type id that is not a
+/// plain id.
+pub fn node_span_name(type_id: &str) -> String {
+    if plain(type_id) {
+        format!("openwop.node.{type_id}")
+    } else {
+        "openwop.node".to_owned()
+    }
+}
+
+/// `openwop.activity.<kind>` for a host call of the tool `tool_id`:
+/// `http` (safe-fetch), `mcp` (an MCP server), else `tool`.
+pub fn activity_span_name(tool_id: &str) -> &'static str {
+    if tool_id.starts_with("http:") {
+        "openwop.activity.http"
+    } else if tool_id.starts_with("mcp:") {
+        "openwop.activity.mcp"
+    } else {
+        "openwop.activity.tool"
+    }
+}
+
+/// The OTLP/HTTP JSON body (`ExportTraceServiceRequest`) of `spans`.
+pub fn otlp_json(service: &str, version: &str, spans: &[Span]) -> Value {
+    let spans: Vec<Value> = spans
+        .iter()
+        .map(|s| {
+            let attrs: Vec<Value> = s
+                .attributes
+                .iter()
+                .map(|(k, v)| json!({"key": k, "value": v.otlp()}))
+                .collect();
+            let mut span = json!({
+                "traceId": hex::encode(s.trace_id),
+                "spanId": hex::encode(s.span_id),
+                "name": s.name,
+                "kind": if s.client { 3 } else { 2 },
+                "startTimeUnixNano": s.start_ns.to_string(),
+                "endTimeUnixNano": s.end_ns.to_string(),
+                "attributes": attrs,
+                "status": match &s.error {
+                    Some(code) => json!({"code": 2, "message": Attr::str(code).otlp()["stringValue"]}),
+                    None => json!({"code": 1}),
+                },
+            });
+            if let Some(p) = s.parent {
+                span["parentSpanId"] = Value::String(hex::encode(p));
+            }
+            span
+        })
+        .collect();
+    json!({"resourceSpans": [{
+        "resource": {"attributes": [
+            {"key": "service.name", "value": {"stringValue": service}},
+            {"key": "service.version", "value": {"stringValue": version}},
+        ]},
+        "scopeSpans": [{"scope": {"name": "wop", "version": version}, "spans": spans}],
+    }]})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traceparent_round_trips_and_malformed_values_are_ignored() {
+        let v = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let c = TraceContext::parse(v).unwrap();
+        assert!(c.sampled);
+        assert_eq!(c.header(), v);
+        for bad in [
+            "",
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-xx",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+        ] {
+            assert!(TraceContext::parse(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn names_are_never_pack_strings_and_attributes_are_capped() {
+        assert_eq!(
+            node_span_name("wop.samples.hello"),
+            "openwop.node.wop.samples.hello"
+        );
+        assert_eq!(node_span_name("Evil Name\n"), "openwop.node");
+        assert_eq!(
+            activity_span_name("http:api.example.com"),
+            "openwop.activity.http"
+        );
+        assert_eq!(activity_span_name("mcp:ev/echo"), "openwop.activity.mcp");
+        assert_eq!(activity_span_name("crm:write"), "openwop.activity.tool");
+        match Attr::str(&"é".repeat(500)) {
+            Attr::Str(s) => assert!(s.len() <= MAX_ATTR_LEN),
+            _ => unreachable!(),
+        }
+        let s = Span {
+            trace_id: [1; 16],
+            span_id: [2; 8],
+            parent: Some([3; 8]),
+            name: "openwop.node".into(),
+            start_ns: 1,
+            end_ns: 2,
+            client: false,
+            attributes: vec![
+                ("openwop.run_id", Attr::str("r")),
+                ("openwop.node_attempt", Attr::Int(0)),
+            ],
+            error: None,
+        };
+        let body = otlp_json("wop", "0.1.0", &[s]);
+        let span = &body["resourceSpans"][0]["scopeSpans"][0]["spans"][0];
+        assert_eq!(span["traceId"], "01010101010101010101010101010101");
+        assert_eq!(span["parentSpanId"], "0303030303030303");
+        assert_eq!(span["attributes"][1]["value"]["intValue"], "0");
+    }
+}

@@ -1,0 +1,219 @@
+//! Exporting spans over OTLP/HTTP with the JSON encoding (`http/json`,
+//! `POST <endpoint>` of an `ExportTraceServiceRequest`), in the background:
+//! invocations hand their spans to a bounded queue and never wait on the
+//! collector; a full queue drops spans (counted) rather than slowing a
+//! node. Off unless an endpoint is configured: [`Config::from_env`] reads
+//! the standard `OTEL_EXPORTER_OTLP_*` variables.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use wop_core::trace::{Span, otlp_json};
+
+/// Spans waiting to be sent, at most.
+const QUEUE: usize = 1024;
+/// Spans per request, at most.
+const BATCH: usize = 512;
+
+/// Where and how to export.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The traces endpoint (`…/v1/traces`).
+    pub endpoint: String,
+    /// Extra request headers (`OTEL_EXPORTER_OTLP_HEADERS`).
+    pub headers: Vec<(String, String)>,
+}
+
+impl Config {
+    /// From `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (used as is) or
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` (+ `/v1/traces`), with
+    /// `OTEL_EXPORTER_OTLP_HEADERS` (`k=v,k=v`); `None` when neither is set
+    /// or `OTEL_SDK_DISABLED=true`. Returns also a warning when
+    /// `OTEL_EXPORTER_OTLP_PROTOCOL` asks for an encoding other than
+    /// `http/json`, the one this exporter speaks.
+    pub fn from_env() -> (Option<Config>, Option<String>) {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+            return (None, None);
+        }
+        let endpoint = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").or_else(|| {
+            var("OTEL_EXPORTER_OTLP_ENDPOINT")
+                .map(|e| format!("{}/v1/traces", e.trim_end_matches('/')))
+        });
+        let Some(endpoint) = endpoint else {
+            return (None, None);
+        };
+        let warning = var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            .or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"))
+            .filter(|p| p != "http/json")
+            .map(|p| {
+                format!("OTLP protocol `{p}` is not supported; traces are exported as http/json")
+            });
+        let headers = var("OTEL_EXPORTER_OTLP_HEADERS")
+            .map(|h| {
+                h.split(',')
+                    .filter_map(|kv| kv.split_once('='))
+                    .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        (Some(Config { endpoint, headers }), warning)
+    }
+}
+
+enum Msg {
+    Spans(Vec<Span>),
+    Flush(oneshot::Sender<()>),
+}
+
+/// The exporter. Cheap to share (`Arc`).
+pub struct Exporter {
+    cfg: Config,
+    service_version: String,
+    tx: OnceLock<mpsc::Sender<Msg>>,
+    dropped: Arc<AtomicU64>,
+    failed: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Exporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exporter")
+            .field("endpoint", &self.cfg.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Exporter {
+    /// An exporter to `cfg` (the background task starts on first use,
+    /// inside the caller's tokio runtime).
+    pub fn new(cfg: Config, service_version: &str) -> Arc<Exporter> {
+        Arc::new(Exporter {
+            cfg,
+            service_version: service_version.to_owned(),
+            tx: OnceLock::new(),
+            dropped: Arc::new(AtomicU64::new(0)),
+            failed: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// Spans dropped because the queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Export requests the collector did not accept.
+    pub fn failed(&self) -> u64 {
+        self.failed.load(Ordering::Relaxed)
+    }
+
+    fn sender(&self) -> &mpsc::Sender<Msg> {
+        self.tx.get_or_init(|| {
+            let (tx, rx) = mpsc::channel(QUEUE);
+            tokio::spawn(run(
+                rx,
+                self.cfg.clone(),
+                self.service_version.clone(),
+                self.failed.clone(),
+            ));
+            tx
+        })
+    }
+
+    /// Queues `spans`; never waits.
+    pub fn export(&self, spans: Vec<Span>) {
+        if spans.is_empty() {
+            return;
+        }
+        let n = spans.len() as u64;
+        if self.sender().try_send(Msg::Spans(spans)).is_err() {
+            self.dropped.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Waits until everything queued so far was sent (or failed), at most
+    /// `within`.
+    pub async fn flush(&self, within: Duration) {
+        let (tx, rx) = oneshot::channel();
+        if self.sender().send(Msg::Flush(tx)).await.is_ok() {
+            let _ = tokio::time::timeout(within, rx).await;
+        }
+    }
+}
+
+async fn run(mut rx: mpsc::Receiver<Msg>, cfg: Config, version: String, failed: Arc<AtomicU64>) {
+    let client = match reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(10))
+        .build()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot build the OTLP client; traces are not exported");
+            return;
+        }
+    };
+    let mut batch: Vec<Span> = Vec::new();
+    loop {
+        let msg = if batch.is_empty() {
+            rx.recv().await
+        } else {
+            match tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+                Ok(m) => m,
+                Err(_) => {
+                    send(&client, &cfg, &version, &mut batch, &failed).await;
+                    continue;
+                }
+            }
+        };
+        match msg {
+            None => {
+                send(&client, &cfg, &version, &mut batch, &failed).await;
+                return;
+            }
+            Some(Msg::Spans(s)) => {
+                batch.extend(s);
+                if batch.len() >= BATCH {
+                    send(&client, &cfg, &version, &mut batch, &failed).await;
+                }
+            }
+            Some(Msg::Flush(done)) => {
+                send(&client, &cfg, &version, &mut batch, &failed).await;
+                let _ = done.send(());
+            }
+        }
+    }
+}
+
+async fn send(
+    client: &reqwest::Client,
+    cfg: &Config,
+    version: &str,
+    batch: &mut Vec<Span>,
+    failed: &AtomicU64,
+) {
+    if batch.is_empty() {
+        return;
+    }
+    let body = otlp_json("wop", version, batch).to_string();
+    batch.clear();
+    let mut req = client
+        .post(&cfg.endpoint)
+        .header("content-type", "application/json")
+        .body(body);
+    for (k, v) in &cfg.headers {
+        req = req.header(k, v);
+    }
+    match req.send().await {
+        Ok(r) if r.status().is_success() => {}
+        Ok(r) => {
+            failed.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(status = r.status().as_u16(), endpoint = %cfg.endpoint, "the OTLP collector refused a trace export");
+        }
+        Err(e) => {
+            failed.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(error = %e, endpoint = %cfg.endpoint, "cannot export traces");
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! One invocation's trace, as the gate sees it: the invocation's span
+//! context (host calls are its children) and where the finished spans of
+//! its host calls are collected. The runtime adds the invocation's own
+//! span and hands them all to the exporter ([`crate::otlp`]).
+
+use std::sync::{Arc, Mutex};
+use wop_core::trace::{Attr, Span, TraceContext};
+
+/// A fresh random span id (never all zero).
+pub fn new_span_id() -> [u8; 8] {
+    let mut id = [0u8; 8];
+    while id == [0; 8] {
+        if getrandom::fill(&mut id).is_err() {
+            // No OS randomness: a time-derived id is still unique enough
+            // for a trace, and tracing must never fail a call.
+            let ns = wop_core::time::now_ms().wrapping_mul(1_000_003);
+            id = ns.to_le_bytes();
+        }
+    }
+    id
+}
+
+/// A fresh random trace id (never all zero).
+pub fn new_trace_id() -> [u8; 16] {
+    let mut a = new_span_id().to_vec();
+    a.extend_from_slice(&new_span_id());
+    <[u8; 16]>::try_from(a).unwrap_or([1; 16])
+}
+
+/// Nanoseconds since the Unix epoch.
+pub fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// The trace of one invocation.
+#[derive(Debug, Clone)]
+pub struct TraceSite {
+    /// The trace and the invocation's span (the parent of host calls).
+    pub ctx: TraceContext,
+    /// The finished spans of its host calls.
+    pub spans: Arc<Mutex<Vec<Span>>>,
+}
+
+impl TraceSite {
+    /// Records a finished span (bounded: a pack making millions of calls
+    /// keeps the first 4 096).
+    pub fn record(&self, span: Span) {
+        let mut g = match self.spans.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        if g.len() < 4096 {
+            g.push(span);
+        }
+    }
+
+    /// Takes the recorded spans.
+    pub fn take(&self) -> Vec<Span> {
+        let mut g = match self.spans.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        std::mem::take(&mut *g)
+    }
+}
+
+/// A host call's span, started.
+#[derive(Debug, Clone)]
+pub(crate) struct Started {
+    pub site: TraceSite,
+    pub span_id: [u8; 8],
+    pub start_ns: u64,
+}
+
+impl Started {
+    pub(crate) fn begin(site: &TraceSite) -> Started {
+        Started {
+            site: site.clone(),
+            span_id: new_span_id(),
+            start_ns: now_ns(),
+        }
+    }
+
+    /// The `traceparent` the call carries on to what it reaches.
+    pub(crate) fn traceparent(&self) -> String {
+        self.site.ctx.child(self.span_id).header()
+    }
+
+    /// Records the finished span of the call of `tool_id`.
+    pub(crate) fn end(
+        &self,
+        tool_id: &str,
+        call_id: &str,
+        attrs: Vec<(&'static str, Attr)>,
+        error: Option<String>,
+    ) {
+        let mut attributes = vec![
+            ("openwop.tool_name", Attr::str(tool_id)),
+            ("openwop.call_id", Attr::str(call_id)),
+        ];
+        attributes.extend(attrs);
+        self.site.record(Span {
+            trace_id: self.site.ctx.trace_id,
+            span_id: self.span_id,
+            parent: Some(self.site.ctx.span_id),
+            name: wop_core::trace::activity_span_name(tool_id).to_owned(),
+            start_ns: self.start_ns,
+            end_ns: now_ns(),
+            client: true,
+            attributes,
+            error,
+        });
+    }
+}

@@ -1,0 +1,188 @@
+//! Traces (issue 20, item 2), through the real path: a pack's invocation
+//! and its host calls exported over OTLP/HTTP JSON to a loopback
+//! collector, the caller's `traceparent` as the parent, and each host
+//! call's `traceparent` carried on to the tool and the fetched URL.
+
+use super::*;
+use serde_json::json;
+use wop_runtime::RunContext;
+use wop_runtime::gate::otlp::Config;
+use wop_testkit::{Mode, Server};
+
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const PARENT: &str = "00f067aa0ba902b7";
+
+fn spans_of(collector: &Server) -> Vec<Value> {
+    let mut out = Vec::new();
+    for r in collector.requests() {
+        assert_eq!(r.line, "POST /v1/traces HTTP/1.1");
+        assert_eq!(r.headers["content-type"], "application/json");
+        assert_eq!(r.headers["x-otlp-token"], "t0k3n", "OTLP headers are sent");
+        let body: Value = serde_json::from_str(&r.body).unwrap();
+        for rs in body["resourceSpans"].as_array().unwrap() {
+            for ss in rs["scopeSpans"].as_array().unwrap() {
+                out.extend(ss["spans"].as_array().unwrap().iter().cloned());
+            }
+        }
+    }
+    out
+}
+
+fn attr<'a>(span: &'a Value, key: &str) -> &'a Value {
+    span["attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["key"] == key)
+        .map(|a| &a["value"])
+        .unwrap_or(&Value::Null)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invocation_and_its_host_calls_are_one_trace_carried_on() {
+    let collector = Server::start(Mode::Ok).await;
+    let upstream = Server::start(Mode::Ok).await;
+    let site = Server::start(Mode::Ok).await;
+    let policy = format!(
+        "[egress]\nallowLoopback = true\n\
+         [[tools]]\nid = \"crm:read\"\nurl = \"{}\"\nsafetyTier = \"read\"\n\
+         [packs.tool-call]\ncapabilities = [\"tools\"]\ntools = [\"crm:*\"]\n\
+         [packs.fetch]\ncapabilities = [\"log\", \"http\"]\negress = [\"http://127.0.0.1:*\"]\n",
+        upstream.url("/read")
+    );
+    let mut cfg = RuntimeConfig::new();
+    cfg.policy(Policy::from_toml(&policy).unwrap())
+        .otlp(Config {
+            endpoint: collector.url("/v1/traces"),
+            headers: vec![("x-otlp-token".into(), "t0k3n".into())],
+        });
+    let rt = Runtime::new(&cfg).unwrap();
+    rt.load_pack(&pack("tool-call")).await.unwrap();
+    rt.load_pack(&pack("fetch")).await.unwrap();
+
+    let mut req = InvokeRequest::new("wop.samples.tool-call", json!({"tool": "crm:read"}));
+    req.context = RunContext {
+        run_id: "run-trace".into(),
+        node_id: "n1".into(),
+        tenant_id: "acme".into(),
+        attempt: 2,
+    };
+    req.traceparent = Some(format!("00-{TRACE}-{PARENT}-01"));
+    let r = rt.invoke(req).await;
+    assert!(r.outcome.is_ok(), "{:?}", r.outcome);
+    let mut f = InvokeRequest::new("wop.samples.fetch", json!({"url": site.url("/x")}));
+    // A malformed parent is ignored: a trace of its own.
+    f.traceparent = Some("00-not-a-trace-01".into());
+    let r = rt.invoke(f).await;
+    assert!(r.outcome.is_ok(), "{:?}", r.outcome);
+    rt.flush_traces(std::time::Duration::from_secs(10)).await;
+
+    let spans = spans_of(&collector);
+    let named = |n: &str| -> Vec<&Value> { spans.iter().filter(|s| s["name"] == n).collect() };
+    let node = named("openwop.node.wop.samples.tool-call");
+    assert_eq!(node.len(), 1, "{spans:?}");
+    let node = node[0];
+    assert_eq!(node["traceId"], TRACE);
+    assert_eq!(node["parentSpanId"], PARENT);
+    assert_eq!(node["kind"], 2);
+    assert_eq!(attr(node, "openwop.run_id")["stringValue"], "run-trace");
+    assert_eq!(attr(node, "openwop.node_id")["stringValue"], "n1");
+    assert_eq!(
+        attr(node, "openwop.node_type")["stringValue"],
+        "wop.samples.tool-call"
+    );
+    assert_eq!(
+        attr(node, "openwop.node_attempt")["intValue"],
+        "1",
+        "0-based"
+    );
+    assert_eq!(attr(node, "openwop.tenant_id")["stringValue"], "acme");
+    assert_eq!(attr(node, "openwop.outcome")["stringValue"], "completed");
+    assert_ne!(attr(node, "wop.usage.fuel")["intValue"], Value::Null);
+
+    let tool = named("openwop.activity.tool");
+    assert_eq!(tool.len(), 1, "{spans:?}");
+    let tool = tool[0];
+    assert_eq!(tool["traceId"], TRACE);
+    assert_eq!(tool["parentSpanId"], node["spanId"]);
+    assert_eq!(tool["kind"], 3);
+    assert_eq!(attr(tool, "openwop.tool_name")["stringValue"], "crm:read");
+    // The tool received the call's own span as its parent.
+    let tp = upstream.requests()[0].headers["traceparent"].clone();
+    assert_eq!(
+        tp,
+        format!("00-{TRACE}-{}-01", tool["spanId"].as_str().unwrap())
+    );
+
+    // safe-fetch: its own trace (the malformed parent was ignored), the
+    // destination gets the fetch span's context.
+    let fetch_node = named("openwop.node.wop.samples.fetch")[0];
+    assert!(fetch_node.get("parentSpanId").is_none(), "{fetch_node}");
+    assert_ne!(fetch_node["traceId"], TRACE);
+    let http = named("openwop.activity.http")[0];
+    assert_eq!(http["parentSpanId"], fetch_node["spanId"]);
+    let tp = site.requests()[0].headers["traceparent"].clone();
+    assert_eq!(
+        tp,
+        format!(
+            "00-{}-{}-01",
+            fetch_node["traceId"].as_str().unwrap(),
+            http["spanId"].as_str().unwrap()
+        )
+    );
+    assert_eq!(rt.trace_export_losses(), (0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_an_endpoint_nothing_is_traced_or_carried_on() {
+    let upstream = Server::start(Mode::Ok).await;
+    let rt = runtime(&format!(
+        "[[tools]]\nid = \"crm:read\"\nurl = \"{}\"\nsafetyTier = \"read\"\n\
+         [packs.tool-call]\ncapabilities = [\"tools\"]\ntools = [\"crm:*\"]\n",
+        upstream.url("/read")
+    ));
+    rt.load_pack(&pack("tool-call")).await.unwrap();
+    let mut req = InvokeRequest::new("wop.samples.tool-call", json!({"tool": "crm:read"}));
+    req.traceparent = Some(format!("00-{TRACE}-{PARENT}-01"));
+    assert!(rt.invoke(req).await.outcome.is_ok());
+    assert!(!upstream.requests()[0].headers.contains_key("traceparent"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_call_carries_its_span_in_meta() {
+    if super::mcp::skip("an_mcp_call_carries_its_span_in_meta") {
+        return;
+    }
+    let (_server, port) = wop_testkit::start_python_mcp_http();
+    let collector = Server::start(Mode::Ok).await;
+    let policy = format!(
+        "[mcp.servers.py]\ntransport = \"streamable-http\"\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeoutMs = 20000\ntiers = {{ meta_traceparent = \"read\" }}\n\
+         [packs.mcp]\ncapabilities = [\"log\", \"mcp\"]\nmcp = [\"py/meta_traceparent\"]\n"
+    );
+    let mut cfg = RuntimeConfig::new();
+    cfg.policy(Policy::from_toml(&policy).unwrap())
+        .otlp(Config {
+            endpoint: collector.url("/v1/traces"),
+            headers: vec![("x-otlp-token".into(), "t0k3n".into())],
+        });
+    let rt = Runtime::new(&cfg).unwrap();
+    rt.load_pack(&pack("mcp")).await.unwrap();
+    let mut req = InvokeRequest::new(
+        "wop.samples.mcp",
+        json!({"server": "py", "tool": "meta_traceparent", "arguments": {}}),
+    );
+    req.traceparent = Some(format!("00-{TRACE}-{PARENT}-01"));
+    let r = rt.invoke(req).await;
+    let out = match &r.outcome {
+        Ok(wop_runtime::Outcome::Completed { output }) => output.to_string(),
+        other => panic!("{other:?}"),
+    };
+    rt.flush_traces(std::time::Duration::from_secs(10)).await;
+    let spans = spans_of(&collector);
+    let mcp = spans
+        .iter()
+        .find(|s| s["name"] == "openwop.activity.mcp")
+        .unwrap_or_else(|| panic!("{spans:?}"));
+    let want = format!("00-{TRACE}-{}-01", mcp["spanId"].as_str().unwrap());
+    assert!(out.contains(&want), "the server saw {out}, want {want}");
+}
