@@ -136,10 +136,25 @@ secrets = ["api", "tenant-key"]
 }
 
 async fn runtime_with(policy: &str, store: Option<Arc<dyn KvStore>>) -> Runtime {
+    runtime_traced(policy, store, None).await
+}
+
+/// With traces exported to `collector`, when given.
+async fn runtime_traced(
+    policy: &str,
+    store: Option<Arc<dyn KvStore>>,
+    collector: Option<&Server>,
+) -> Runtime {
     let mut cfg = RuntimeConfig::new();
     cfg.policy(Policy::from_toml(policy).expect("policy"));
     if let Some(s) = store {
         cfg.effect_store(s);
+    }
+    if let Some(c) = collector {
+        cfg.otlp(wop_runtime::gate::otlp::Config {
+            endpoint: c.url("/v1/traces"),
+            headers: Vec::new(),
+        });
     }
     let rt = Runtime::new(&cfg).expect("runtime");
     rt.load_pack(&pack("exfil")).await.expect("load exfil");
@@ -362,7 +377,8 @@ async fn http_tools_carry_the_credential_only_when_listed_and_echoes_are_redacte
     let w = World::start().await;
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn KvStore> = Arc::new(SledStore::open(&dir.path().join("effects")).unwrap());
-    let rt = runtime_with(&w.policy("", ""), Some(store.clone())).await;
+    let collector = Server::start(Mode::Ok).await;
+    let rt = runtime_traced(&w.policy("", ""), Some(store.clone()), Some(&collector)).await;
     let r = exfil(
         &rt,
         "acme",
@@ -411,6 +427,15 @@ async fn http_tools_carry_the_credential_only_when_listed_and_echoes_are_redacte
         "the usage",
         serde_json::to_string(&r.usage).unwrap().as_bytes(),
     );
+    // And the trace export (every span of the invocation and its calls).
+    rt.flush_traces(std::time::Duration::from_secs(10)).await;
+    let exported: String = collector
+        .requests()
+        .iter()
+        .map(|r| r.body.clone())
+        .collect();
+    assert!(exported.contains("openwop.activity.tool"), "{exported}");
+    assert_absent("the trace export", exported.as_bytes());
     drop(rt);
     drop(store);
     let mut files = vec![dir.path().to_path_buf()];
