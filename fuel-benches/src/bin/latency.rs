@@ -6,6 +6,10 @@
 //! pagemap settings, fuel with the same yield interval, the same stacks),
 //! so the ratio against it is wop's own overhead only.
 //!
+//! A fifth row runs the full path with traces exported (OTLP/HTTP JSON to
+//! a loopback collector, on this same thread), so the cost of tracing is
+//! read off the same run.
+//!
 //! Run: `cargo run --release -p fuel-benches --bin latency [-- N]`
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -47,16 +51,28 @@ async fn main() {
         .await
         .unwrap();
     let wop_req = wop_runtime::InvokeRequest::new("wop.samples.hello", inputs.clone());
+    let collector = wop_testkit::Server::start(wop_testkit::Mode::Ok).await;
+    let mut traced_cfg = wop_runtime::RuntimeConfig::new();
+    traced_cfg.otlp(wop_runtime::gate::otlp::Config {
+        endpoint: collector.url("/v1/traces"),
+        headers: Vec::new(),
+    });
+    let traced_rt = wop_runtime::Runtime::new(&traced_cfg).unwrap();
+    traced_rt
+        .load_pack(&wop_test_packs::pack_dir("hello"))
+        .await
+        .unwrap();
 
     for _ in 0..200 {
         bare_once(&pre_default).await;
         bare_once(&pre_pooling).await;
         like_wop_once().await;
         assert!(rt.invoke(wop_req.clone()).await.outcome.is_ok());
+        assert!(traced_rt.invoke(wop_req.clone()).await.outcome.is_ok());
     }
     // Interleave rounds so machine noise hits all alike.
-    let (mut bare, mut pooled, mut like, mut full) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut bare, mut pooled, mut like, mut full, mut traced) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..n {
         let t = Instant::now();
         bare_once(&pre_default).await;
@@ -71,11 +87,20 @@ async fn main() {
         let r = rt.invoke(wop_req.clone()).await;
         full.push(t.elapsed());
         assert!(r.outcome.is_ok());
+        let t = Instant::now();
+        let r = traced_rt.invoke(wop_req.clone()).await;
+        traced.push(t.elapsed());
+        assert!(r.outcome.is_ok());
     }
+    traced_rt
+        .flush_traces(std::time::Duration::from_secs(10))
+        .await;
+    let (dropped, failed) = traced_rt.trace_export_losses();
     let b = fuel_benches::stats(bare);
     let p = fuel_benches::stats(pooled);
     let l = fuel_benches::stats(like);
     let f = fuel_benches::stats(full);
+    let tr = fuel_benches::stats(traced);
     println!("hello, {n} sequential invocations each, fresh instance per call");
     println!("| path | p50 | p99 | calls/s |");
     println!("|---|---|---|---|");
@@ -87,6 +112,10 @@ async fn main() {
             l,
         ),
         ("wop full path (limits, fuel, WASI ctx, log, report)", f),
+        (
+            "wop full path, traces exported (OTLP/HTTP JSON, loopback)",
+            tr,
+        ),
     ] {
         println!(
             "| {name} | {:.1} µs | {:.1} µs | {:.0} |",
@@ -105,4 +134,14 @@ async fn main() {
             f.per_sec / base.per_sec
         );
     }
+    println!(
+        "| ratio traced / untraced wop | {:.2}× | {:.2}× | {:.2}× |",
+        tr.p50_us / f.p50_us,
+        tr.p99_us / f.p99_us,
+        tr.per_sec / f.per_sec
+    );
+    println!(
+        "traces: {} export requests received, {dropped} spans dropped, {failed} exports failed",
+        collector.count()
+    );
 }

@@ -1,5 +1,6 @@
 //! Exporting spans over OTLP/HTTP with the JSON encoding (`http/json`,
-//! `POST <endpoint>` of an `ExportTraceServiceRequest`), in the background:
+//! `POST <endpoint>` of an `ExportTraceServiceRequest`), on a thread of its
+//! own:
 //! invocations hand their spans to a bounded queue and never wait on the
 //! collector; a full queue drops spans (counted) rather than slowing a
 //! node. Off unless an endpoint is configured: [`Config::from_env`] reads
@@ -11,8 +12,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use wop_core::trace::{Span, otlp_json};
 
-/// Spans waiting to be sent, at most.
-const QUEUE: usize = 1024;
+/// Invocations' span batches waiting to be sent, at most.
+const QUEUE: usize = 4096;
 /// Spans per request, at most.
 const BATCH: usize = 512;
 
@@ -85,8 +86,7 @@ impl std::fmt::Debug for Exporter {
 }
 
 impl Exporter {
-    /// An exporter to `cfg` (the background task starts on first use,
-    /// inside the caller's tokio runtime).
+    /// An exporter to `cfg` (its thread starts on first use).
     pub fn new(cfg: Config, service_version: &str) -> Arc<Exporter> {
         Arc::new(Exporter {
             cfg,
@@ -110,12 +110,31 @@ impl Exporter {
     fn sender(&self) -> &mpsc::Sender<Msg> {
         self.tx.get_or_init(|| {
             let (tx, rx) = mpsc::channel(QUEUE);
-            tokio::spawn(run(
-                rx,
+            let (cfg, version, failed) = (
                 self.cfg.clone(),
                 self.service_version.clone(),
                 self.failed.clone(),
-            ));
+            );
+            // Its own thread and runtime: exporting never competes with
+            // invocations for the caller's runtime (a current-thread one
+            // would only make progress between invocations), and it ends
+            // when the exporter is dropped.
+            let started = std::thread::Builder::new()
+                .name("wop-otlp".to_owned())
+                .spawn(move || {
+                    match tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                    {
+                        Ok(rt) => rt.block_on(run(rx, cfg, version, failed)),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "cannot start the OTLP exporter; traces are not exported");
+                        }
+                    }
+                });
+            if let Err(e) = started {
+                tracing::warn!(error = %e, "cannot start the OTLP exporter thread; traces are not exported");
+            }
             tx
         })
     }

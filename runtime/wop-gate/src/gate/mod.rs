@@ -335,7 +335,13 @@ impl Returned {
             let mut attrs = vec![
                 (
                     "openwop.tool_status",
-                    Attr::str(&format!("{status:?}").to_ascii_lowercase()),
+                    Attr::str(
+                        serde_json::to_value(status)
+                            .ok()
+                            .as_ref()
+                            .and_then(Value::as_str)
+                            .unwrap_or("error"),
+                    ),
                 ),
                 ("openwop.replayed", Attr::Bool(replayed)),
             ];

@@ -107,6 +107,7 @@ async fn an_invocation_and_its_host_calls_are_one_trace_carried_on() {
     assert_eq!(tool["parentSpanId"], node["spanId"]);
     assert_eq!(tool["kind"], 3);
     assert_eq!(attr(tool, "openwop.tool_name")["stringValue"], "crm:read");
+    assert_eq!(attr(tool, "openwop.tool_status")["stringValue"], "ok");
     // The tool received the call's own span as its parent.
     let tp = upstream.requests()[0].headers["traceparent"].clone();
     assert_eq!(
