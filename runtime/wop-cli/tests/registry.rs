@@ -222,6 +222,14 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
         serde_json::to_vec(&json!({"name": "alias", "versions": [hello_row]})).unwrap(),
     )
     .unwrap();
+    // A registry document larger than the client's 4 MiB cap.
+    std::fs::create_dir_all(root.join("v1/packs/huge")).unwrap();
+    let pad = "x".repeat(5 << 20);
+    std::fs::write(
+        root.join("v1/packs/huge/index.json"),
+        serde_json::to_vec(&json!({"name": "huge", "versions": [], "pad": pad})).unwrap(),
+    )
+    .unwrap();
     let (_server, port) = serve(&root);
     let registry = format!("http://127.0.0.1:{port}");
     let policy = work.join("policy.toml");
@@ -283,6 +291,8 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
         "{t}"
     );
     refused(&install("hello@9.9.9", &[]), "pack_version_not_found");
+    let t = refused(&install("huge", &[]), "not_found");
+    assert!(t.contains("4194304-byte cap"), "{t}");
     let t = refused(&install("alias", &[]), "pack_validation_failed");
     assert!(t.contains("holds a pack named `hello`"), "{t}");
     for bad in ["../../etc@1.0.0", "hello@1.0.0-../../x"] {

@@ -34,7 +34,12 @@ impl Config {
     /// `OTEL_EXPORTER_OTLP_PROTOCOL` asks for an encoding other than
     /// `http/json`, the one this exporter speaks.
     pub fn from_env() -> (Option<Config>, Option<String>) {
-        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        Self::from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// [`Config::from_env`] over any variable lookup.
+    pub fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> (Option<Config>, Option<String>) {
+        let var = |k: &str| lookup(k).filter(|v| !v.trim().is_empty());
         if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
             return (None, None);
         }
@@ -234,5 +239,48 @@ async fn send(
             failed.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(error = %e, endpoint = %cfg.endpoint, "cannot export traces");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(vars: &[(&str, &str)]) -> (Option<Config>, Option<String>) {
+        Config::from_vars(|k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn the_standard_variables_configure_it_and_nothing_else_turns_it_on() {
+        assert_eq!(with(&[]), (None, None));
+        let (c, w) = with(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318/")]);
+        assert_eq!(c.unwrap().endpoint, "http://c:4318/v1/traces");
+        assert!(w.is_none());
+        let (c, _) = with(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://t:9/x"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "a=1, b = 2,junk"),
+        ]);
+        let c = c.unwrap();
+        assert_eq!(c.endpoint, "http://t:9/x");
+        assert_eq!(
+            c.headers,
+            [("a".into(), "1".into()), ("b".into(), "2".into())]
+        );
+        let (c, w) = with(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ]);
+        assert!(c.is_some());
+        assert!(w.unwrap().contains("`grpc` is not supported"));
+        let (c, _) = with(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+            ("OTEL_SDK_DISABLED", "TRUE"),
+        ]);
+        assert!(c.is_none());
     }
 }

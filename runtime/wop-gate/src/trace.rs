@@ -46,13 +46,13 @@ pub struct TraceSite {
 
 impl TraceSite {
     /// Records a finished span (bounded: a pack making millions of calls
-    /// keeps the first 4 096).
+    /// keeps the first [`MAX_SPANS`]).
     pub fn record(&self, span: Span) {
         let mut g = match self.spans.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
-        if g.len() < 4096 {
+        if g.len() < MAX_SPANS {
             g.push(span);
         }
     }
@@ -66,6 +66,9 @@ impl TraceSite {
         std::mem::take(&mut *g)
     }
 }
+
+/// Most host-call spans one invocation keeps.
+pub const MAX_SPANS: usize = 4096;
 
 /// A host call's span, started.
 #[derive(Debug, Clone)]
@@ -113,5 +116,29 @@ impl Started {
             attributes,
             error,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_invocation_keeps_at_most_max_spans() {
+        let site = TraceSite {
+            ctx: TraceContext {
+                trace_id: new_trace_id(),
+                span_id: new_span_id(),
+                sampled: true,
+            },
+            spans: Default::default(),
+        };
+        for i in 0..MAX_SPANS + 100 {
+            Started::begin(&site).end("crm:read", &format!("c{i}"), Vec::new(), None);
+        }
+        let spans = site.take();
+        assert_eq!(spans.len(), MAX_SPANS);
+        assert!(spans.iter().all(|s| s.parent == Some(site.ctx.span_id)));
+        assert!(site.take().is_empty());
     }
 }

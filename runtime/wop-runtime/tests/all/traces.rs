@@ -28,6 +28,16 @@ fn spans_of(collector: &Server) -> Vec<Value> {
     out
 }
 
+/// A runtime under `policy` exporting its traces to `collector`.
+fn traced_runtime(policy: &str, collector: &Server) -> Runtime {
+    let mut cfg = RuntimeConfig::new();
+    cfg.policy(Policy::from_toml(policy).unwrap()).otlp(Config {
+        endpoint: collector.url("/v1/traces"),
+        headers: vec![("x-otlp-token".into(), "t0k3n".into())],
+    });
+    Runtime::new(&cfg).unwrap()
+}
+
 fn attr<'a>(span: &'a Value, key: &str) -> &'a Value {
     span["attributes"]
         .as_array()
@@ -50,13 +60,7 @@ async fn an_invocation_and_its_host_calls_are_one_trace_carried_on() {
          [packs.fetch]\ncapabilities = [\"log\", \"http\"]\negress = [\"http://127.0.0.1:*\"]\n",
         upstream.url("/read")
     );
-    let mut cfg = RuntimeConfig::new();
-    cfg.policy(Policy::from_toml(&policy).unwrap())
-        .otlp(Config {
-            endpoint: collector.url("/v1/traces"),
-            headers: vec![("x-otlp-token".into(), "t0k3n".into())],
-        });
-    let rt = Runtime::new(&cfg).unwrap();
+    let rt = traced_runtime(&policy, &collector);
     rt.load_pack(&pack("tool-call")).await.unwrap();
     rt.load_pack(&pack("fetch")).await.unwrap();
 
@@ -160,13 +164,7 @@ async fn an_mcp_call_carries_its_span_in_meta() {
         "[mcp.servers.py]\ntransport = \"streamable-http\"\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeoutMs = 20000\ntiers = {{ meta_traceparent = \"read\" }}\n\
          [packs.mcp]\ncapabilities = [\"log\", \"mcp\"]\nmcp = [\"py/meta_traceparent\"]\n"
     );
-    let mut cfg = RuntimeConfig::new();
-    cfg.policy(Policy::from_toml(&policy).unwrap())
-        .otlp(Config {
-            endpoint: collector.url("/v1/traces"),
-            headers: vec![("x-otlp-token".into(), "t0k3n".into())],
-        });
-    let rt = Runtime::new(&cfg).unwrap();
+    let rt = traced_runtime(&policy, &collector);
     rt.load_pack(&pack("mcp")).await.unwrap();
     let mut req = InvokeRequest::new(
         "wop.samples.mcp",

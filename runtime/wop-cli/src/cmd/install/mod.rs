@@ -269,7 +269,7 @@ async fn online(
     let idx = c.json(&idx_url).await.map_err(|e| {
         refused(
             ErrorCode::NotFound,
-            format!("no pack `{name}` in the registry ({e})"),
+            format!("the registry has no readable index of `{name}`: {e}"),
         )
     })?;
     let rows = index::rows(&idx).map_err(failed)?;
