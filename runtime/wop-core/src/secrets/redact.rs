@@ -9,22 +9,19 @@ use super::Credentials;
 use serde_json::Value;
 
 /// Replaces every occurrence of `needle` in `hay`; `None` if there is none.
+/// Linear in `hay` whatever the needle (two-way search), so a hostile
+/// body cannot make it quadratic.
 fn replace(hay: &[u8], needle: &[u8], marker: &[u8]) -> Option<Vec<u8>> {
-    if needle.is_empty() || hay.len() < needle.len() {
+    if needle.is_empty() {
         return None;
     }
     let mut out: Option<Vec<u8>> = None;
-    let (mut i, mut copied) = (0, 0);
-    while i + needle.len() <= hay.len() {
-        if hay[i] == needle[0] && &hay[i..i + needle.len()] == needle {
-            let o = out.get_or_insert_with(|| Vec::with_capacity(hay.len()));
-            o.extend_from_slice(&hay[copied..i]);
-            o.extend_from_slice(marker);
-            i += needle.len();
-            copied = i;
-        } else {
-            i += 1;
-        }
+    let mut copied = 0;
+    for i in memchr::memmem::find_iter(hay, needle) {
+        let o = out.get_or_insert_with(|| Vec::with_capacity(hay.len()));
+        o.extend_from_slice(&hay[copied..i]);
+        o.extend_from_slice(marker);
+        copied = i + needle.len();
     }
     let mut o = out?;
     o.extend_from_slice(&hay[copied..]);
