@@ -6,7 +6,7 @@
 //! node. Off unless an endpoint is configured: [`Config::from_env`] reads
 //! the standard `OTEL_EXPORTER_OTLP_*` variables.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -14,6 +14,10 @@ use wop_core::trace::{Span, otlp_json};
 
 /// Invocations' span batches waiting to be sent, at most.
 const QUEUE: usize = 4096;
+/// Spans waiting or being sent, at most: what a slow or dead collector can
+/// make the host hold (a span is at most a few KiB: attribute values are
+/// capped), whatever packs do. Past it, spans are dropped and counted.
+pub const MAX_QUEUED_SPANS: usize = 16_384;
 /// Spans per request, at most.
 const BATCH: usize = 512;
 
@@ -80,6 +84,8 @@ pub struct Exporter {
     tx: OnceLock<mpsc::Sender<Msg>>,
     dropped: Arc<AtomicU64>,
     failed: Arc<AtomicU64>,
+    /// Spans handed over and not yet sent (or given up).
+    queued: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for Exporter {
@@ -99,6 +105,7 @@ impl Exporter {
             tx: OnceLock::new(),
             dropped: Arc::new(AtomicU64::new(0)),
             failed: Arc::new(AtomicU64::new(0)),
+            queued: Arc::new(AtomicUsize::new(0)),
         })
     }
 
@@ -115,10 +122,11 @@ impl Exporter {
     fn sender(&self) -> &mpsc::Sender<Msg> {
         self.tx.get_or_init(|| {
             let (tx, rx) = mpsc::channel(QUEUE);
-            let (cfg, version, failed) = (
+            let (cfg, version, failed, queued) = (
                 self.cfg.clone(),
                 self.service_version.clone(),
                 self.failed.clone(),
+                self.queued.clone(),
             );
             // Its own thread and runtime: exporting never competes with
             // invocations for the caller's runtime (a current-thread one
@@ -131,7 +139,7 @@ impl Exporter {
                         .enable_all()
                         .build()
                     {
-                        Ok(rt) => rt.block_on(run(rx, cfg, version, failed)),
+                        Ok(rt) => rt.block_on(run(rx, cfg, version, Counters { failed, queued })),
                         Err(e) => {
                             tracing::warn!(error = %e, "cannot start the OTLP exporter; traces are not exported");
                         }
@@ -146,12 +154,20 @@ impl Exporter {
 
     /// Queues `spans`; never waits.
     pub fn export(&self, spans: Vec<Span>) {
-        if spans.is_empty() {
+        let n = spans.len();
+        if n == 0 {
             return;
         }
-        let n = spans.len() as u64;
+        let drop_them = || {
+            self.queued.fetch_sub(n, Ordering::Relaxed);
+            self.dropped.fetch_add(n as u64, Ordering::Relaxed);
+        };
+        if self.queued.fetch_add(n, Ordering::Relaxed) + n > MAX_QUEUED_SPANS {
+            drop_them();
+            return;
+        }
         if self.sender().try_send(Msg::Spans(spans)).is_err() {
-            self.dropped.fetch_add(n, Ordering::Relaxed);
+            drop_them();
         }
     }
 
@@ -165,7 +181,13 @@ impl Exporter {
     }
 }
 
-async fn run(mut rx: mpsc::Receiver<Msg>, cfg: Config, version: String, failed: Arc<AtomicU64>) {
+/// What the exporter thread counts.
+struct Counters {
+    failed: Arc<AtomicU64>,
+    queued: Arc<AtomicUsize>,
+}
+
+async fn run(mut rx: mpsc::Receiver<Msg>, cfg: Config, version: String, c: Counters) {
     let client = match reqwest::Client::builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
@@ -186,24 +208,24 @@ async fn run(mut rx: mpsc::Receiver<Msg>, cfg: Config, version: String, failed: 
             match tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
                 Ok(m) => m,
                 Err(_) => {
-                    send(&client, &cfg, &version, &mut batch, &failed).await;
+                    send(&client, &cfg, &version, &mut batch, &c).await;
                     continue;
                 }
             }
         };
         match msg {
             None => {
-                send(&client, &cfg, &version, &mut batch, &failed).await;
+                send(&client, &cfg, &version, &mut batch, &c).await;
                 return;
             }
             Some(Msg::Spans(s)) => {
                 batch.extend(s);
                 if batch.len() >= BATCH {
-                    send(&client, &cfg, &version, &mut batch, &failed).await;
+                    send(&client, &cfg, &version, &mut batch, &c).await;
                 }
             }
             Some(Msg::Flush(done)) => {
-                send(&client, &cfg, &version, &mut batch, &failed).await;
+                send(&client, &cfg, &version, &mut batch, &c).await;
                 let _ = done.send(());
             }
         }
@@ -215,13 +237,15 @@ async fn send(
     cfg: &Config,
     version: &str,
     batch: &mut Vec<Span>,
-    failed: &AtomicU64,
+    c: &Counters,
 ) {
     if batch.is_empty() {
         return;
     }
     let body = otlp_json("wop", version, batch).to_string();
+    let n = batch.len();
     batch.clear();
+    let failed = &c.failed;
     let mut req = client
         .post(&cfg.endpoint)
         .header("content-type", "application/json")
@@ -229,7 +253,9 @@ async fn send(
     for (k, v) in &cfg.headers {
         req = req.header(k, v);
     }
-    match req.send().await {
+    let sent = req.send().await;
+    c.queued.fetch_sub(n, Ordering::Relaxed);
+    match sent {
         Ok(r) if r.status().is_success() => {}
         Ok(r) => {
             failed.fetch_add(1, Ordering::Relaxed);
@@ -252,6 +278,43 @@ mod tests {
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| (*v).to_owned())
         })
+    }
+
+    #[test]
+    fn a_collector_that_never_answers_holds_at_most_max_queued_spans() {
+        // Accepts and never reads or answers: the first export hangs for
+        // the client's timeout, and everything after it waits or drops.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for c in l.incoming().flatten() {
+                held.push(c);
+            }
+        });
+        let e = Exporter::new(
+            Config {
+                endpoint: format!("http://{addr}/v1/traces"),
+                headers: Vec::new(),
+            },
+            "test",
+        );
+        let span = Span {
+            trace_id: [1; 16],
+            span_id: [2; 8],
+            parent: None,
+            name: "openwop.node".into(),
+            start_ns: 1,
+            end_ns: 2,
+            client: false,
+            attributes: Vec::new(),
+            error: None,
+        };
+        for _ in 0..20 {
+            e.export(vec![span.clone(); 1000]);
+        }
+        assert_eq!(e.dropped(), 4000, "16 batches fit under the cap, 4 do not");
+        assert!(e.queued.load(Ordering::Relaxed) <= MAX_QUEUED_SPANS);
     }
 
     #[test]
