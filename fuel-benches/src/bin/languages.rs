@@ -1,0 +1,318 @@
+//! `hello` in every pack language (Rust, C, JavaScript, Python), a fresh
+//! instance per call, through the runtime (library) and through a real
+//! `wop serve` process, in the same run. Reports each language's time and
+//! its ratio to Rust's, the fuel each one burns, and the two engine-side
+//! figures that explain the gap (decision 0023): minor page faults per
+//! call, and the instantiate share.
+//!
+//! Columns:
+//! - `library`: `Runtime::invoke` timed by the caller (instantiate, run,
+//!   classify, report), effects and usage in memory;
+//! - `instantiate`: the same calls' `usage.instantiateTimeUs`;
+//! - `faults`: minor page faults of this process per library call;
+//! - `+sled`: the library on a durable sled store, as `wop serve` runs by
+//!   default, and the store flushes (fsyncs) per call;
+//! - `serve`: the service's own `usage.wallTimeUs` (what the issue
+//!   measured) and the client's HTTP round trip at one client, over one
+//!   keep-alive connection; the HTTP floor is `GET /healthz` on it.
+//!
+//! Blocks of calls per language and path, languages in turn, so machine
+//! noise hits all alike while each block runs with its own pack warm (one
+//! call at a time would measure Python evicting Rust from the caches).
+//!
+//! Run (release; the JavaScript, Python and C packs come from
+//! `sdk/build-all.sh <built-dir>`, the Rust one from the test-packs crate;
+//! a language whose pack is missing is skipped):
+//!
+//! ```text
+//! cargo build --release -p wop-cli -p fuel-benches --bin languages --bin wop
+//! target/release/languages <built-dir> [N]
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use anyhow::{Context as _, Result, bail};
+use fuel_benches::stats;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wop_runtime::store::SledStore;
+use wop_runtime::{InvokeRequest, Outcome, Runtime, RuntimeConfig};
+
+/// Calls per language and path in one block.
+const BLOCK: usize = 50;
+
+/// One language's `hello` pack.
+struct Lang {
+    name: &'static str,
+    dir: PathBuf,
+    type_id: String,
+    bytes: u64,
+}
+
+/// What one language measured.
+#[derive(Default)]
+struct Samples {
+    lib: Vec<Duration>,
+    instantiate: Vec<Duration>,
+    faults: u64,
+    sled: Vec<Duration>,
+    flushes: u64,
+    serve_wall: Vec<Duration>,
+    serve_rtt: Vec<Duration>,
+    fuel: u64,
+}
+
+fn langs(built: &Path) -> Result<Vec<Lang>> {
+    let mut out = vec![lang(
+        "rust",
+        wop_test_packs::pack_dir("hello"),
+        "wop.samples.hello",
+    )?];
+    for name in ["c", "js", "python"] {
+        let dir = built.join(name).join(format!("{name}-hello"));
+        if !dir.join("pack.json").is_file() {
+            eprintln!(
+                "languages: no {name} hello under {} (sdk/build-all.sh builds it); skipped",
+                dir.display()
+            );
+            continue;
+        }
+        out.push(lang(name, dir, &format!("wop.samples.{name}.hello"))?);
+    }
+    Ok(out)
+}
+
+fn lang(name: &'static str, dir: PathBuf, type_id: &str) -> Result<Lang> {
+    let manifest: Value = serde_json::from_slice(&std::fs::read(dir.join("pack.json"))?)?;
+    let entry = manifest["runtime"]["entry"]
+        .as_str()
+        .context("pack.json has no runtime.entry")?;
+    let bytes = std::fs::metadata(dir.join(entry))?.len();
+    Ok(Lang {
+        name,
+        dir,
+        type_id: type_id.to_owned(),
+        bytes,
+    })
+}
+
+fn inputs() -> Value {
+    json!({"name": "Ada"})
+}
+
+/// Minor page faults of this process so far (`/proc/self/stat` field 10).
+fn minor_faults() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    stat.rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().nth(7))
+        .and_then(|f| f.parse().ok())
+        .unwrap_or(0)
+}
+
+/// One library invocation: (caller-side time, instantiate time, fuel).
+async fn lib_once(rt: &Runtime, l: &Lang) -> Result<(Duration, Duration, u64)> {
+    let t = Instant::now();
+    let report = rt.invoke(InvokeRequest::new(&l.type_id, inputs())).await;
+    let took = t.elapsed();
+    match report.outcome {
+        Ok(Outcome::Completed { .. }) => Ok((
+            took,
+            Duration::from_micros(report.usage.instantiate_time_us),
+            report.usage.fuel_consumed,
+        )),
+        other => bail!("{} hello did not complete: {other:?}", l.name),
+    }
+}
+
+/// One invocation through `wop serve`: (usage.wallTimeUs, round trip).
+async fn serve_once(http: &reqwest::Client, base: &str, l: &Lang) -> Result<(Duration, Duration)> {
+    let body = json!({"typeId": l.type_id, "inputs": inputs()});
+    let t = Instant::now();
+    let r = http
+        .post(format!("{base}/host/wop/invocations"))
+        .header("accept", "application/json")
+        .json(&body)
+        .send()
+        .await?;
+    let status = r.status();
+    let v: Value = r.json().await?;
+    let rtt = t.elapsed();
+    if !status.is_success() || v["outcome"] != "completed" {
+        bail!("{} hello through serve: {status} {v}", l.name);
+    }
+    let wall = v["usage"]["wallTimeUs"]
+        .as_u64()
+        .context("no usage.wallTimeUs")?;
+    Ok((Duration::from_micros(wall), rtt))
+}
+
+/// `wop` next to this executable (`target/<profile>/wop`).
+fn wop_binary() -> Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let wop = exe.parent().context("no directory")?.join("wop");
+    if !wop.is_file() {
+        bail!(
+            "{} is missing: build it with `cargo build --release -p wop-cli`",
+            wop.display()
+        );
+    }
+    Ok(wop)
+}
+
+/// A runtime with every pack loaded (default policy).
+async fn runtime(cfg: &RuntimeConfig, langs: &[Lang]) -> Result<Runtime> {
+    let rt = Runtime::new(cfg)?;
+    for l in langs {
+        rt.load_pack(&l.dir)
+            .await
+            .with_context(|| format!("loading {}", l.dir.display()))?;
+    }
+    Ok(rt)
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<()> {
+    let mut args = std::env::args().skip(1);
+    let built = PathBuf::from(args.next().context(
+        "usage: languages <built-dir> [N]   (<built-dir>: the out-dir of sdk/build-all.sh)",
+    )?);
+    let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(500);
+    let langs = langs(&built)?;
+    let tmp = tempfile::tempdir()?;
+
+    let rt = runtime(&RuntimeConfig::new(), &langs).await?;
+    let sled = Arc::new(SledStore::open(&tmp.path().join("library-store"))?);
+    let mut sled_cfg = RuntimeConfig::new();
+    sled_cfg.effect_store(sled.clone());
+    let rt_sled = runtime(&sled_cfg, &langs).await?;
+
+    // The service: a real `wop serve` with the same packs, default store.
+    let packs = tmp.path().join("packs");
+    std::fs::create_dir(&packs)?;
+    for l in &langs {
+        std::os::unix::fs::symlink(&l.dir, packs.join(l.name))?;
+    }
+    let wop = wop_binary()?;
+    let mut cmd = std::process::Command::new(&wop);
+    cmd.arg("serve")
+        .arg("--packs")
+        .arg(&packs)
+        .arg("--store")
+        .arg(tmp.path().join("serve-store"))
+        .args(["--listen", "127.0.0.1:0", "--anonymous-loopback"])
+        .stdin(std::process::Stdio::null());
+    let (_child, addr, _stdout) = wop_testkit::spawn_serve(&mut cmd)
+        .with_context(|| format!("starting {} serve", wop.display()))?;
+    let base = format!("http://{addr}");
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .build()?;
+
+    let mut samples: Vec<Samples> = langs.iter().map(|_| Samples::default()).collect();
+    let mut healthz = Vec::new();
+    let rounds = n.div_ceil(BLOCK);
+    // Round 0 is the warm-up.
+    for round in 0..=rounds {
+        let keep = round > 0;
+        for _ in 0..BLOCK {
+            let t = Instant::now();
+            http.get(format!("{base}/healthz"))
+                .send()
+                .await?
+                .bytes()
+                .await?;
+            if keep {
+                healthz.push(t.elapsed());
+            }
+        }
+        for (l, s) in langs.iter().zip(samples.iter_mut()) {
+            let faults = minor_faults();
+            for _ in 0..BLOCK {
+                let (took, inst, fuel) = lib_once(&rt, l).await?;
+                if keep {
+                    s.lib.push(took);
+                    s.instantiate.push(inst);
+                    s.fuel = fuel;
+                }
+            }
+            let flushes = sled.flushes();
+            if keep {
+                s.faults += minor_faults() - faults;
+            }
+            for _ in 0..BLOCK {
+                let (took, _, _) = lib_once(&rt_sled, l).await?;
+                if keep {
+                    s.sled.push(took);
+                }
+            }
+            if keep {
+                s.flushes += sled.flushes() - flushes;
+            }
+            for _ in 0..BLOCK {
+                let (wall, rtt) = serve_once(&http, &base, l).await?;
+                if keep {
+                    s.serve_wall.push(wall);
+                    s.serve_rtt.push(rtt);
+                }
+            }
+        }
+    }
+    let n = rounds * BLOCK;
+    report(&langs, samples, &stats(healthz), n);
+    Ok(())
+}
+
+fn report(langs: &[Lang], samples: Vec<Samples>, floor: &fuel_benches::Stats, n: usize) {
+    println!(
+        "hello per language, fresh instance per call: {n} calls per language and path, in blocks of {BLOCK}, languages in turn, after one warm-up round; {} CPUs",
+        std::thread::available_parallelism().map_or(0, usize::from)
+    );
+    println!(
+        "HTTP floor (GET /healthz round trip, same connection): p50 {:.1} µs",
+        floor.p50_us
+    );
+    println!();
+    println!(
+        "{:<7} {:>8} {:>7} | {:>9} {:>6} {:>9} {:>11} {:>7} | {:>9} {:>8} | {:>9} {:>6} {:>9}",
+        "", "", "", "library", "", "", "", "", "+sled", "", "serve", "", "HTTP"
+    );
+    println!(
+        "{:<7} {:>8} {:>7} | {:>9} {:>6} {:>9} {:>11} {:>7} | {:>9} {:>8} | {:>9} {:>6} {:>9}",
+        "lang",
+        "size",
+        "fuel",
+        "p50 µs",
+        "×Rust",
+        "p99 µs",
+        "instant. µs",
+        "faults",
+        "p50 µs",
+        "flushes",
+        "p50 µs",
+        "×Rust",
+        "p50 µs"
+    );
+    let p50 = |d: &[Duration]| stats(d.to_vec()).p50_us;
+    let (rust_lib, rust_serve) = (p50(&samples[0].lib), p50(&samples[0].serve_wall));
+    for (l, s) in langs.iter().zip(&samples) {
+        let per_call = |x: u64| x as f64 / s.lib.len().max(1) as f64;
+        let lib = stats(s.lib.clone());
+        println!(
+            "{:<7} {:>6.1}MB {:>6}k | {:>9.1} {:>5.1}× {:>9.1} {:>11.1} {:>7.1} | {:>9.1} {:>8.2} | {:>9.1} {:>5.1}× {:>9.1}",
+            l.name,
+            l.bytes as f64 / 1e6,
+            s.fuel / 1000,
+            lib.p50_us,
+            lib.p50_us / rust_lib,
+            lib.p99_us,
+            p50(&s.instantiate),
+            per_call(s.faults),
+            p50(&s.sled),
+            per_call(s.flushes),
+            p50(&s.serve_wall),
+            p50(&s.serve_wall) / rust_serve,
+            p50(&s.serve_rtt),
+        );
+    }
+}
