@@ -110,15 +110,35 @@ impl Meter {
             let (pack, version) = (usage.pack.clone(), usage.pack_version.clone());
             async move { write_pack(kv, &rollups.pack_last, &key, pack, version, batch).await }
         });
-        let (keep, ()) = tokio::try_join!(run_write, pack_write)?;
-        if keep {
-            let key = format!(
-                "{}{now:013}-{}-{seq}",
-                keys::usage_prefix(tenant, Some(run)),
-                std::process::id(),
-            );
-            let stored = self.bounded(usage);
-            self.kv.put(&key, stored.encode()).await?;
+        // The invocation's own record is written alongside the roll-ups, so
+        // that one flush makes all three durable (the store's group commit):
+        // written after them, it waited for a flush of its own. Whether it
+        // is kept is known once the run's roll-up is written: a run this
+        // process last wrote at its cap skips it, and a record written past
+        // the cap (other processes' invocations reached it first) is
+        // removed again. All three run to completion (`join!`, not
+        // `try_join!`): none is abandoned half-way when another fails.
+        let record_key = format!(
+            "{}{now:013}-{}-{seq}",
+            keys::usage_prefix(tenant, Some(run)),
+            std::process::id(),
+        );
+        let write_record = !self
+            .rollups
+            .run_last
+            .at_cap(&run_key, self.options.usage_records_per_run);
+        let record_write = async {
+            if write_record {
+                self.kv
+                    .put(&record_key, self.bounded(usage).encode())
+                    .await?;
+            }
+            Ok::<(), MeterError>(())
+        };
+        let (keep, pack, record) = tokio::join!(run_write, pack_write, record_write);
+        let (keep, (), ()) = (keep?, pack?, record?);
+        if write_record && !keep {
+            self.kv.remove(&record_key).await?;
         }
         Ok(events)
     }
@@ -198,6 +218,19 @@ pub(super) struct LastWritten<T>(Mutex<HashMap<String, (Vec<u8>, T)>>);
 impl<T> Default for LastWritten<T> {
     fn default() -> Self {
         Self(Mutex::new(HashMap::new()))
+    }
+}
+
+impl LastWritten<RunRollup> {
+    /// Whether this process last wrote the run roll-up `key` with `cap` or
+    /// more invocations: the run's next invocation is then surely past the
+    /// cap (counts only grow), so its usage record is not kept.
+    fn at_cap(&self, key: &str, cap: u64) -> bool {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|m| m.get(key).map(|(_, r)| r.invocations() >= cap))
+            .unwrap_or(false)
     }
 }
 

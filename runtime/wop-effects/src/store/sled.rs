@@ -243,6 +243,12 @@ impl SledStore {
             return Ok(());
         }
         let _guard = self.flush_lock.lock().await;
+        // Let the writes polled alongside this one in the same task (a
+        // recorder's roll-ups and usage record, joined) reach the index
+        // first, so that this flush covers them all: without it each
+        // waited for a flush of its own (measured: 2.4 flushes per
+        // invocation at one client, `fuel-benches` `languages`).
+        tokio::task::yield_now().await;
         // A flush that started after our write may have finished meanwhile.
         if self.durable.load(Ordering::SeqCst) >= mine {
             return Ok(());
