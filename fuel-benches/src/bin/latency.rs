@@ -10,6 +10,11 @@
 //! a loopback collector, on this same thread), so the cost of tracing is
 //! read off the same run.
 //!
+//! A last row prices `wop serve`'s metrics: the time to record one
+//! finished invocation into the `/metrics` families and the console's
+//! recent ring (what the service does after every invocation), against
+//! the full path's p50.
+//!
 //! Run: `cargo run --release -p fuel-benches --bin latency [-- N]`
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -95,6 +100,11 @@ async fn main() {
     traced_rt
         .flush_traces(std::time::Duration::from_secs(10))
         .await;
+    let report = rt.invoke(wop_req.clone()).await;
+    const RECORDS: usize = 100_000;
+    let observe =
+        wop_serve::bench::record_observability("wop.samples.hello", "anon:local", &report, RECORDS);
+    let observe_us = observe.as_secs_f64() * 1e6 / RECORDS as f64;
     let (dropped, failed) = traced_rt.trace_export_losses();
     let b = fuel_benches::stats(bare);
     let p = fuel_benches::stats(pooled);
@@ -139,6 +149,10 @@ async fn main() {
         tr.p50_us / f.p50_us,
         tr.p99_us / f.p99_us,
         tr.per_sec / f.per_sec
+    );
+    println!(
+        "| metrics + console record per invocation (wop serve) | {observe_us:.2} µs = {:.1} % of the full path's p50 | | |",
+        100.0 * observe_us / f.p50_us
     );
     println!(
         "traces: {} export requests received, {dropped} spans dropped, {failed} exports failed",

@@ -37,6 +37,33 @@ mod sse;
 mod state;
 
 pub use config::{ServeConfig, TokenEntry, token_sha256};
+
+/// What the service adds to every finished invocation for its operators,
+/// exposed for `fuel-benches` only (not part of the API).
+#[doc(hidden)]
+pub mod bench {
+    use std::time::{Duration, Instant};
+    use wop_runtime::InvocationReport;
+
+    /// Records `report` `n` times, exactly as the service does after each
+    /// invocation: into the `/metrics` families and the console's recent
+    /// ring and cost series. Returns the time the `n` records took.
+    pub fn record_observability(
+        type_id: &str,
+        tenant: &str,
+        report: &InvocationReport,
+        n: usize,
+    ) -> Duration {
+        let metrics = crate::metrics::Metrics::new(Default::default());
+        let recent = crate::console::recent::Recent::default();
+        let t = Instant::now();
+        for i in 0..n {
+            metrics.record(type_id, tenant, report);
+            recent.record(&i.to_string(), type_id, tenant, report);
+        }
+        t.elapsed()
+    }
+}
 pub use mcp::{PREFERRED as MCP_PREFERRED_VERSION, REVISIONS as MCP_REVISIONS};
 pub use routes::{OPENWOP_VERSION, OPERATOR_SCOPE};
 pub use server::{ServeError, ServeOptions, Server, StoreChoice, serve};
