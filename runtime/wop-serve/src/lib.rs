@@ -37,6 +37,9 @@ mod sse;
 mod state;
 
 pub use config::{ServeConfig, TokenEntry, token_sha256};
+pub use mcp::{PREFERRED as MCP_PREFERRED_VERSION, REVISIONS as MCP_REVISIONS};
+pub use routes::{OPENWOP_VERSION, OPERATOR_SCOPE};
+pub use server::{ServeError, ServeOptions, Server, StoreChoice, serve};
 
 /// What the service adds to every finished invocation for its operators,
 /// exposed for `fuel-benches` only (not part of the API).
@@ -64,6 +67,3 @@ pub mod bench {
         t.elapsed()
     }
 }
-pub use mcp::{PREFERRED as MCP_PREFERRED_VERSION, REVISIONS as MCP_REVISIONS};
-pub use routes::{OPENWOP_VERSION, OPERATOR_SCOPE};
-pub use server::{ServeError, ServeOptions, Server, StoreChoice, serve};
