@@ -26,8 +26,11 @@
 //!
 //! ```text
 //! cargo build --release -p wop-cli -p fuel-benches --bin languages --bin wop
-//! target/release/languages <built-dir> [N]
+//! target/release/languages <built-dir> [N] [--serve-memory-store]
 //! ```
+//!
+//! `--serve-memory-store` runs `wop serve --memory-store`, which separates
+//! what HTTP costs from what the durable store costs.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use anyhow::{Context as _, Result, bail};
@@ -173,11 +176,13 @@ async fn runtime(cfg: &RuntimeConfig, langs: &[Lang]) -> Result<Runtime> {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<()> {
-    let mut args = std::env::args().skip(1);
-    let built = PathBuf::from(args.next().context(
-        "usage: languages <built-dir> [N]   (<built-dir>: the out-dir of sdk/build-all.sh)",
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let serve_memory = args.iter().any(|a| a == "--serve-memory-store");
+    args.retain(|a| a != "--serve-memory-store");
+    let built = PathBuf::from(args.first().context(
+        "usage: languages <built-dir> [N] [--serve-memory-store]   (<built-dir>: the out-dir of sdk/build-all.sh)",
     )?);
-    let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(500);
+    let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(500);
     let langs = langs(&built)?;
     let tmp = tempfile::tempdir()?;
 
@@ -195,12 +200,13 @@ async fn main() -> Result<()> {
     }
     let wop = wop_binary()?;
     let mut cmd = std::process::Command::new(&wop);
-    cmd.arg("serve")
-        .arg("--packs")
-        .arg(&packs)
-        .arg("--store")
-        .arg(tmp.path().join("serve-store"))
-        .args(["--listen", "127.0.0.1:0", "--anonymous-loopback"])
+    cmd.arg("serve").arg("--packs").arg(&packs);
+    if serve_memory {
+        cmd.arg("--memory-store");
+    } else {
+        cmd.arg("--store").arg(tmp.path().join("serve-store"));
+    }
+    cmd.args(["--listen", "127.0.0.1:0", "--anonymous-loopback"])
         .stdin(std::process::Stdio::null());
     let (_child, addr, _stdout) = wop_testkit::spawn_serve(&mut cmd)
         .with_context(|| format!("starting {} serve", wop.display()))?;
@@ -259,17 +265,24 @@ async fn main() -> Result<()> {
         }
     }
     let n = rounds * BLOCK;
-    report(&langs, samples, &stats(healthz), n);
+    let store = if serve_memory { "memory" } else { "sled" };
+    report(&langs, samples, &stats(healthz), n, store);
     Ok(())
 }
 
-fn report(langs: &[Lang], samples: Vec<Samples>, floor: &fuel_benches::Stats, n: usize) {
+fn report(
+    langs: &[Lang],
+    samples: Vec<Samples>,
+    floor: &fuel_benches::Stats,
+    n: usize,
+    serve_store: &str,
+) {
     println!(
         "hello per language, fresh instance per call: {n} calls per language and path, in blocks of {BLOCK}, languages in turn, after one warm-up round; {} CPUs",
         std::thread::available_parallelism().map_or(0, usize::from)
     );
     println!(
-        "HTTP floor (GET /healthz round trip, same connection): p50 {:.1} µs",
+        "wop serve on a {serve_store} store; HTTP floor (GET /healthz round trip, same connection): p50 {:.1} µs",
         floor.p50_us
     );
     println!();

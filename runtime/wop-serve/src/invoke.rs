@@ -3,6 +3,7 @@
 //! shape, and event streaming.
 
 use crate::api::{ApiError, authenticate, read_json};
+use crate::detach::DetachOnDrop;
 use crate::idem::{self, IdemError};
 use crate::sse::{self, SseSink, frame};
 use crate::state::AppState;
@@ -71,8 +72,9 @@ pub(crate) fn response(invocation_id: &str, report: &InvocationReport) -> Value 
     Value::Object(out)
 }
 
-/// Runs the invocation in its own task (a client that goes away does not
-/// cancel it half-way), holding `permit` until it ends. With `stream`,
+/// Runs the invocation on the caller's task, holding `permit` until it
+/// ends. A client that goes away does not cancel it half-way: the rest of
+/// it then runs on a task of its own ([`DetachOnDrop`]). With `stream`,
 /// events are forwarded as SSE frames while the node runs.
 pub(crate) async fn run(
     state: AppState,
@@ -80,11 +82,11 @@ pub(crate) async fn run(
     permit: OwnedSemaphorePermit,
     stream: Option<SseSink>,
 ) -> Result<(Value, bool), IdemError> {
-    let task = tokio::spawn(async move {
+    let work = DetachOnDrop::new(async move {
         let _permit = permit;
         execute(state, run, stream).await
     });
-    match task.await {
+    match work.await {
         Ok(r) => r,
         Err(e) => Err(IdemError::Store(format!("the invocation task failed: {e}"))),
     }

@@ -25,6 +25,7 @@ mod api;
 pub mod cli;
 pub mod config;
 mod console;
+mod detach;
 mod guard;
 mod idem;
 mod invoke;

@@ -9,9 +9,16 @@ use tokio::sync::oneshot;
 /// A tool provider that answers its one request only once `release`
 /// fires: until then the node is blocked inside its tool call.
 async fn held_provider() -> (String, oneshot::Sender<()>) {
+    let (url, _arrived, release) = held_provider_signalling().await;
+    (url, release)
+}
+
+/// [`held_provider`], also saying when the request has arrived.
+async fn held_provider_signalling() -> (String, oneshot::Receiver<()>, oneshot::Sender<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/charge", listener.local_addr().unwrap());
     let (release, released) = oneshot::channel::<()>();
+    let (arrive, arrived) = oneshot::channel::<()>();
     tokio::spawn(async move {
         let (mut s, _) = listener.accept().await.unwrap();
         let mut buf = Vec::new();
@@ -33,6 +40,7 @@ async fn held_provider() -> (String, oneshot::Sender<()>) {
                 }
             }
         }
+        let _ = arrive.send(());
         let _ = released.await;
         let body = r#"{"ok":true}"#;
         let resp = format!(
@@ -41,7 +49,28 @@ async fn held_provider() -> (String, oneshot::Sender<()>) {
         );
         s.write_all(resp.as_bytes()).await.unwrap();
     });
-    (url, release)
+    (url, arrived, release)
+}
+
+/// Starts a service whose `tool-call` node calls the provider at `url`
+/// (with a 60 s tool timeout) and sends it, on a raw connection with the
+/// extra header lines `headers`, an invocation of run `run_id`.
+async fn send_held_call(url: &str, run_id: &str, headers: &str) -> (Running, TcpStream) {
+    let policy = super::mcp::tool_call_policy(url).replace("timeoutMs = 3000", "timeoutMs = 60000");
+    let s = start(&policy, &serve_toml(""), &["tool-call"]).await;
+    let body = json!({"typeId": "wop.samples.tool-call",
+                      "inputs": {"tool": "payments:charge", "arguments": {"amount": 5}},
+                      "nodeContext": {"runId": run_id, "nodeId": "charge"}})
+    .to_string();
+    let mut stream = TcpStream::connect(s.addr).await.unwrap();
+    let head = format!(
+        "POST /host/wop/invocations HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n{headers}Authorization: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        s.addr,
+        bearer(TOKEN),
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    (s, stream)
 }
 
 /// The node logs and calls a tool whose provider holds its answer until
@@ -52,21 +81,8 @@ async fn held_provider() -> (String, oneshot::Sender<()>) {
 async fn events_stream_while_the_node_runs() {
     let (url, release) = held_provider().await;
     // A long tool timeout: only live delivery lets the call complete.
-    let policy =
-        super::mcp::tool_call_policy(&url).replace("timeoutMs = 3000", "timeoutMs = 60000");
-    let s = start(&policy, &serve_toml(""), &["tool-call"]).await;
-    let body = json!({"typeId": "wop.samples.tool-call",
-                      "inputs": {"tool": "payments:charge", "arguments": {"amount": 5}},
-                      "nodeContext": {"runId": "wf/stream-1", "nodeId": "charge"}})
-    .to_string();
-    let mut stream = TcpStream::connect(s.addr).await.unwrap();
-    let head = format!(
-        "POST /host/wop/invocations HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nAuthorization: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        s.addr,
-        bearer(TOKEN),
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
+    let (s, mut stream) =
+        send_held_call(&url, "wf/stream-1", "Accept: text/event-stream\r\n").await;
 
     // Read until the tool call shows up in the stream, then release it.
     let mut got = Vec::new();
@@ -121,5 +137,44 @@ async fn events_stream_while_the_node_runs() {
             .count()),
         "{text}"
     );
+    s.stop().await;
+}
+
+/// A client that goes away mid-invocation does not cancel it: the node,
+/// blocked in its tool call when the client's connection closes, finishes
+/// once the provider answers, and its effect is recorded as completed.
+/// (The invocation runs on the client's connection task; when that task
+/// is dropped, the rest of it moves to a task of its own.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_goes_away_does_not_cancel_its_invocation() {
+    let (url, arrived, release) = held_provider_signalling().await;
+    let (s, stream) = send_held_call(&url, "wf-gone-1", "").await;
+    arrived.await.unwrap();
+    // The node is inside its tool call: the client goes away.
+    drop(stream);
+    let effects = || async {
+        req(
+            s.addr,
+            "GET",
+            "/runs/wf-gone-1/effects",
+            &[("authorization", bearer(TOKEN).as_str())],
+            b"",
+        )
+        .await
+        .json()
+    };
+    let v = effects().await;
+    assert_eq!(v["effects"][0]["state"], "claimed", "{v}");
+    release.send(()).unwrap();
+    // Wait (bounded) for the abandoned invocation to finish on its own.
+    let mut last = Value::Null;
+    for _ in 0..600 {
+        last = effects().await;
+        if last["effects"][0]["state"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(last["effects"][0]["state"], "completed", "{last}");
     s.stop().await;
 }
