@@ -45,6 +45,23 @@ pub fn stats(mut samples: Vec<Duration>) -> Stats {
     }
 }
 
+/// The `wop` binary next to this executable (`target/<profile>/wop`), for
+/// the benches that start a real `wop serve`.
+pub fn wop_next_to_exe() -> Result<std::path::PathBuf> {
+    let exe = std::env::current_exe()?;
+    let wop = exe
+        .parent()
+        .ok_or_else(|| anyhow!("{} has no directory", exe.display()))?
+        .join("wop");
+    if !wop.is_file() {
+        return Err(anyhow!(
+            "{} is missing: build it first with `cargo build --release -p wop-cli`",
+            wop.display()
+        ));
+    }
+    Ok(wop)
+}
+
 /// The node type of the `kernels` testing pack.
 pub const KERNELS_TYPE: &str = "wop.testing.kernels";
 

@@ -150,19 +150,6 @@ async fn serve_once(http: &reqwest::Client, base: &str, l: &Lang) -> Result<(Dur
     Ok((Duration::from_micros(wall), rtt))
 }
 
-/// `wop` next to this executable (`target/<profile>/wop`).
-fn wop_binary() -> Result<PathBuf> {
-    let exe = std::env::current_exe()?;
-    let wop = exe.parent().context("no directory")?.join("wop");
-    if !wop.is_file() {
-        bail!(
-            "{} is missing: build it with `cargo build --release -p wop-cli`",
-            wop.display()
-        );
-    }
-    Ok(wop)
-}
-
 /// A runtime with every pack loaded (default policy).
 async fn runtime(cfg: &RuntimeConfig, langs: &[Lang]) -> Result<Runtime> {
     let rt = Runtime::new(cfg)?;
@@ -198,7 +185,7 @@ async fn main() -> Result<()> {
     for l in &langs {
         std::os::unix::fs::symlink(&l.dir, packs.join(l.name))?;
     }
-    let wop = wop_binary()?;
+    let wop = fuel_benches::wop_next_to_exe()?;
     let mut cmd = std::process::Command::new(&wop);
     cmd.arg("serve").arg("--packs").arg(&packs);
     if serve_memory {

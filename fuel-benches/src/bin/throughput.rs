@@ -12,6 +12,15 @@
 //!
 //! `WOP_BENCH_STORE=sled` puts effects and usage on a sled store in a temp
 //! dir (the CLI's default) instead of the in-memory store.
+//!
+//! The same concurrencies then drive a real `wop serve` (built next to
+//! this binary, on the same kind of store: `--memory-store`, or a sled
+//! directory) over HTTP keep-alive, one connection per client task, and
+//! the table gives its rate as a fraction of the library's at the same
+//! concurrency. The HTTP clients run in this process, on the same two
+//! cores as the service: the service's rate includes their cost.
+//!
+//! Run: `cargo build --release -p wop-cli --bin wop && cargo run --release -p fuel-benches --bin throughput`
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::sync::Arc;
@@ -35,7 +44,8 @@ fn main() {
     let rt = tokio.block_on(async {
         let mut cfg = wop_runtime::RuntimeConfig::new();
         if std::env::var("WOP_BENCH_STORE").as_deref() == Ok("sled") {
-            let store = wop_runtime::store::SledStore::open(tmp.path()).unwrap();
+            let store =
+                wop_runtime::store::SledStore::open(&tmp.path().join("library-store")).unwrap();
             cfg.effect_store(Arc::new(store));
         }
         let rt = wop_runtime::Runtime::new(&cfg).unwrap();
@@ -45,8 +55,10 @@ fn main() {
         rt
     });
     let req = wop_runtime::InvokeRequest::new("wop.samples.hello", inputs.clone());
-    println!("| concurrency | wop inv/s | × c=1 |");
-    println!("|---|---|---|");
+    let (_serve, base) = start_serve(tmp.path());
+    let body = serde_json::json!({"typeId": "wop.samples.hello", "inputs": inputs}).to_string();
+    println!("| concurrency | library inv/s | × c=1 | wop serve inv/s (HTTP) | serve / library |");
+    println!("|---|---|---|---|---|");
     let mut wop1 = 0.0;
     for c in CONCURRENCY {
         let (rt, req) = (rt.clone(), req.clone());
@@ -59,8 +71,61 @@ fn main() {
         if c == 1 {
             wop1 = w;
         }
-        println!("| {c} | {w:.0} | {:.2}× |", w / wop1);
+        let (base, body) = (base.clone(), body.clone());
+        let s = rate(&tokio, c, secs, move || {
+            // Keep-alive connections, pooled by reqwest per worker thread.
+            thread_local! {
+                static CLIENT: reqwest::Client = reqwest::Client::new();
+            }
+            let http = CLIENT.with(Clone::clone);
+            let (url, body) = (format!("{base}/host/wop/invocations"), body.clone());
+            async move {
+                let r = http
+                    .post(url)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await
+                    .unwrap();
+                assert!(r.status().is_success());
+                let v: serde_json::Value = r.json().await.unwrap();
+                assert_eq!(v["outcome"], "completed", "{v}");
+            }
+        });
+        println!(
+            "| {c} | {w:.0} | {:.2}× | {s:.0} | {:.2}× |",
+            w / wop1,
+            s / w
+        );
     }
+}
+
+/// What [`start_serve`] started: the process (stopped when dropped) and
+/// its stdout (kept open while it runs).
+type Serve = (
+    wop_testkit::ChildGuard,
+    std::io::BufReader<std::process::ChildStdout>,
+);
+
+/// A real `wop serve` with the `hello` pack, on the store the library
+/// uses; returns it and its base URL.
+fn start_serve(tmp: &std::path::Path) -> (Serve, String) {
+    let packs = tmp.join("packs");
+    std::fs::create_dir_all(&packs).unwrap();
+    std::os::unix::fs::symlink(wop_test_packs::pack_dir("hello"), packs.join("hello")).unwrap();
+    let wop = fuel_benches::wop_next_to_exe().unwrap();
+    let mut cmd = std::process::Command::new(wop);
+    cmd.arg("serve").arg("--packs").arg(&packs);
+    if std::env::var("WOP_BENCH_STORE").as_deref() == Ok("sled") {
+        cmd.arg("--store").arg(tmp.join("serve-store"));
+    } else {
+        cmd.arg("--memory-store");
+    }
+    cmd.args(["--listen", "127.0.0.1:0", "--anonymous-loopback"])
+        .args(["--max-in-flight", "256"])
+        .stdin(std::process::Stdio::null());
+    let (child, addr, stdout) = wop_testkit::spawn_serve(&mut cmd).unwrap();
+    ((child, stdout), format!("http://{addr}"))
 }
 
 /// Runs `c` tasks calling `once` in a loop for `secs` seconds (after a

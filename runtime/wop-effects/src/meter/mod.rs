@@ -39,6 +39,7 @@ use std::sync::Arc;
 use wop_core::budget::*;
 
 mod combine;
+mod compact;
 mod ledger;
 mod queries;
 mod recording;

@@ -67,7 +67,30 @@ fn is_zero(n: &u64) -> bool {
 impl StoredUsage {
     /// JSON without the fields that hold their default (zero, empty):
     /// typically half the bytes of a small invocation's usage.
+    /// Written straight from the struct (`compact.rs`); the same JSON as
+    /// [`encode_tree`](Self::encode_tree), which stays as the fallback.
     pub(super) fn encode(&self) -> Vec<u8> {
+        let Some(mut out) = super::compact::to_vec(&self.usage) else {
+            return self.encode_tree();
+        };
+        if self.host_call_breakdown_dropped != 0 {
+            out.pop(); // the closing brace
+            if out.len() > 1 {
+                out.push(b',');
+            }
+            out.extend_from_slice(
+                format!(
+                    "\"hostCallBreakdownDropped\":{}}}",
+                    self.host_call_breakdown_dropped
+                )
+                .as_bytes(),
+            );
+        }
+        out
+    }
+
+    /// [`encode`](Self::encode) through a JSON tree.
+    pub(super) fn encode_tree(&self) -> Vec<u8> {
         let mut v = serde_json::to_value(self).unwrap_or_default();
         drop_defaults(&mut v);
         serde_json::to_vec(&v).unwrap_or_default()

@@ -87,6 +87,27 @@ async fn record_all(meter: &Meter, plan: &[(&str, &str, u64)]) -> Vec<Usage> {
     all
 }
 
+/// The direct encoding is the tree encoding's JSON, with and without a
+/// dropped-breakdown count, for a full and an empty usage.
+#[test]
+fn stored_usage_direct_encoding_is_the_tree_encoding() {
+    for (usage, dropped) in [
+        (usage("run", "alpha", 3), 0),
+        (usage("run", "alpha", 3), 7),
+        (Usage::default(), 0),
+        (Usage::default(), 2),
+    ] {
+        let s = StoredUsage {
+            usage,
+            host_call_breakdown_dropped: dropped,
+        };
+        let direct: serde_json::Value = serde_json::from_slice(&s.encode()).unwrap();
+        let tree: serde_json::Value = serde_json::from_slice(&s.encode_tree()).unwrap();
+        assert_eq!(direct, tree);
+        assert_eq!(StoredUsage::decode(&s.encode()).unwrap().usage, s.usage);
+    }
+}
+
 #[test]
 fn stored_usage_round_trips_compactly() {
     let mut u = usage("run", "alpha", 3);
