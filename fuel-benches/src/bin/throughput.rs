@@ -15,12 +15,12 @@
 //!
 //! The same concurrencies then drive a real `wop serve` (built next to
 //! this binary, on the same kind of store: `--memory-store`, or a sled
-//! directory) over HTTP keep-alive, one connection per client task, and
-//! the table gives its rate as a fraction of the library's at the same
-//! concurrency. The HTTP clients run in this process, on the same two
-//! cores as the service: the service's rate includes their cost.
-//!
-//! Run: `cargo build --release -p wop-cli --bin wop && cargo run --release -p fuel-benches --bin throughput`
+//! directory) over HTTP keep-alive (connections pooled by reqwest, as many
+//! as calls in flight), and the table gives its rate as a fraction of the
+//! library's at the same concurrency. The HTTP clients run in this
+//! process, on the same two cores as the service: the service's rate
+//! includes their cost. Build `wop` first: `cargo build --release -p
+//! wop-cli --bin wop`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::sync::Arc;
