@@ -52,12 +52,13 @@ async fn held_provider_signalling() -> (String, oneshot::Receiver<()>, oneshot::
     (url, arrived, release)
 }
 
-/// Starts a service whose `tool-call` node calls the provider at `url`
-/// (with a 60 s tool timeout) and sends it, on a raw connection with the
-/// extra header lines `headers`, an invocation of run `run_id`.
-async fn send_held_call(url: &str, run_id: &str, headers: &str) -> (Running, TcpStream) {
+/// Starts a service (`serve.toml` lines `cfg`) whose `tool-call` node
+/// calls the provider at `url` (with a 60 s tool timeout) and sends it,
+/// on a raw connection with the extra header lines `headers`, an
+/// invocation of run `run_id`.
+async fn send_held_call(url: &str, run_id: &str, headers: &str, cfg: &str) -> (Running, TcpStream) {
     let policy = super::mcp::tool_call_policy(url).replace("timeoutMs = 3000", "timeoutMs = 60000");
-    let s = start(&policy, &serve_toml(""), &["tool-call"]).await;
+    let s = start(&policy, &serve_toml(cfg), &["tool-call"]).await;
     let body = json!({"typeId": "wop.samples.tool-call",
                       "inputs": {"tool": "payments:charge", "arguments": {"amount": 5}},
                       "nodeContext": {"runId": run_id, "nodeId": "charge"}})
@@ -82,7 +83,7 @@ async fn events_stream_while_the_node_runs() {
     let (url, release) = held_provider().await;
     // A long tool timeout: only live delivery lets the call complete.
     let (s, mut stream) =
-        send_held_call(&url, "wf/stream-1", "Accept: text/event-stream\r\n").await;
+        send_held_call(&url, "wf/stream-1", "Accept: text/event-stream\r\n", "").await;
 
     // Read until the tool call shows up in the stream, then release it.
     let mut got = Vec::new();
@@ -144,11 +145,14 @@ async fn events_stream_while_the_node_runs() {
 /// blocked in its tool call when the client's connection closes, finishes
 /// once the provider answers, and its effect is recorded as completed.
 /// (The invocation runs on the client's connection task; when that task
-/// is dropped, the rest of it moves to a task of its own.)
+/// is dropped, the rest of it moves to a task of its own.) And clients
+/// that go away cannot pile up abandoned invocations: the abandoned one
+/// keeps its `maxInFlight` permit, so with one permit the next caller is
+/// refused (503) until it ends, and the permit comes back after.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_goes_away_does_not_cancel_its_invocation() {
     let (url, arrived, release) = held_provider_signalling().await;
-    let (s, stream) = send_held_call(&url, "wf-gone-1", "").await;
+    let (s, stream) = send_held_call(&url, "wf-gone-1", "", "maxInFlight = 1").await;
     arrived.await.unwrap();
     // The node is inside its tool call: the client goes away.
     drop(stream);
@@ -165,6 +169,14 @@ async fn a_client_that_goes_away_does_not_cancel_its_invocation() {
     };
     let v = effects().await;
     assert_eq!(v["effects"][0]["state"], "claimed", "{v}");
+    let another = json!({"typeId": "wop.samples.tool-call",
+                         "inputs": {"tool": "payments:charge", "arguments": {"amount": 1}}});
+    let r = post_json(s.addr, "/host/wop/invocations", TOKEN, &another).await;
+    assert_eq!(r.status, 503, "the abandoned invocation gave up its permit");
+    assert_eq!(
+        req(s.addr, "GET", "/healthz", &[], b"").await.json()["inFlight"],
+        1
+    );
     release.send(()).unwrap();
     // Wait (bounded) for the abandoned invocation to finish on its own.
     let mut last = Value::Null;
@@ -176,5 +188,14 @@ async fn a_client_that_goes_away_does_not_cancel_its_invocation() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert_eq!(last["effects"][0]["state"], "completed", "{last}");
+    let mut in_flight = Value::Null;
+    for _ in 0..600 {
+        in_flight = req(s.addr, "GET", "/healthz", &[], b"").await.json()["inFlight"].clone();
+        if in_flight == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(in_flight, 0, "the permit never came back");
     s.stop().await;
 }
