@@ -71,6 +71,8 @@ pub use classify::{Classified, Fault, classify};
 pub use error::{ConfigError, ErrorCode, FailureSource, LoadError, NodeError};
 pub use events::{Event, EventSink, LogLevel, LogStream, MemorySink};
 pub use limits::{LimitRequest, Limits};
-pub use model::{InvocationReport, InvokeRequest, Outcome, Principal, RunContext, Usage};
+pub use model::{
+    InvocationReport, InvokeRequest, Outcome, OutcomeFields, Principal, RunContext, Usage,
+};
 pub use pack::{EgressView, ImportReport, Inspection};
 pub use policy::{FsGrant, PackGrant, Policy};

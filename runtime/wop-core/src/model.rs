@@ -223,6 +223,19 @@ pub struct InvocationReport {
     pub usage: Usage,
 }
 
+/// The fields an invocation's outcome gives an object: `outcome` and then
+/// `output`, `interrupt` or `error`, exactly as in [`InvocationReport`].
+/// For responses that flatten them beside fields of their own
+/// (`#[serde(flatten)]`) instead of nesting the report.
+#[derive(Debug, Clone, Copy)]
+pub struct OutcomeFields<'a>(pub &'a Result<Outcome, NodeError>);
+
+impl Serialize for OutcomeFields<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ser_outcome(self.0, s)
+    }
+}
+
 fn ser_outcome<S: serde::Serializer>(
     o: &Result<Outcome, NodeError>,
     s: S,

@@ -84,5 +84,6 @@ pub use wop_core::FsGrant;
 pub use wop_core::{
     Capability, ConfigError, EgressView, ErrorCode, Event, EventSink, FailureSource, ImportReport,
     Inspection, InvocationReport, InvokeRequest, LimitRequest, Limits, LoadError, LogLevel,
-    LogStream, MemorySink, NodeError, Outcome, PackGrant, Policy, Principal, RunContext, Usage,
+    LogStream, MemorySink, NodeError, Outcome, OutcomeFields, PackGrant, Policy, Principal,
+    RunContext, Usage,
 };

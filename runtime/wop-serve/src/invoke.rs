@@ -11,13 +11,15 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;
 use wop_runtime::budget::{RunBounds, RunBudget};
 use wop_runtime::error::ErrorCode;
-use wop_runtime::{InvocationReport, InvokeRequest, Principal, RunContext};
+use wop_runtime::{
+    Event, InvocationReport, InvokeRequest, OutcomeFields, Principal, RunContext, Usage,
+};
 
 /// Where in a run, as far as the caller said.
 #[derive(Debug, Default, Clone)]
@@ -44,32 +46,68 @@ pub(crate) struct Run {
     pub traceparent: Option<String>,
 }
 
-/// `{invocationId, outcome, output|error|interrupt, events, usage}`.
-/// Built by moving the serialized report's parts, not cloning them (the
-/// clones were a tenth of the service's CPU per `hello` call).
-pub(crate) fn response(invocation_id: &str, report: &InvocationReport) -> Value {
-    let v = serde_json::to_value(report).unwrap_or_else(|e| {
-        json!({"outcome": {"outcome": "failed", "error": {"code": "internal_error",
-              "message": format!("the report could not be serialized: {e}")}}})
-    });
-    let mut top = match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    };
-    let mut out = Map::new();
-    out.insert("invocationId".into(), json!(invocation_id));
-    if let Some(Value::Object(o)) = top.remove("outcome") {
-        out.extend(o);
+/// `{invocationId, outcome, output|error|interrupt, events, usage}`,
+/// serialized straight from the report: no JSON tree is built unless a
+/// caller needs one ([`response`]).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Wire<'a> {
+    invocation_id: &'a str,
+    #[serde(flatten)]
+    outcome: OutcomeFields<'a>,
+    events: &'a [Event],
+    usage: &'a Usage,
+}
+
+impl<'a> Wire<'a> {
+    fn of(invocation_id: &'a str, report: &'a InvocationReport) -> Self {
+        Wire {
+            invocation_id,
+            outcome: OutcomeFields(&report.outcome),
+            events: &report.events,
+            usage: &report.usage,
+        }
     }
-    out.insert(
-        "events".into(),
-        top.remove("events").unwrap_or_else(|| json!([])),
-    );
-    out.insert(
-        "usage".into(),
-        top.remove("usage").unwrap_or_else(|| json!({})),
-    );
-    Value::Object(out)
+}
+
+/// What is answered when a report cannot be serialized (a non-finite
+/// number in an output, say): a failure the caller can act on.
+fn unserializable(invocation_id: &str, e: &serde_json::Error) -> Value {
+    json!({"invocationId": invocation_id, "outcome": "failed", "error": {"code": "internal_error",
+          "message": format!("the report could not be serialized: {e}")},
+          "events": [], "usage": {}})
+}
+
+/// The response as a JSON tree, for callers that store it (idempotency),
+/// wrap it (the MCP mount) or add to it (event streams).
+pub(crate) fn response(invocation_id: &str, report: &InvocationReport) -> Value {
+    serde_json::to_value(Wire::of(invocation_id, report))
+        .unwrap_or_else(|e| unserializable(invocation_id, &e))
+}
+
+/// The response as bytes, for a caller that only sends it.
+fn response_bytes(invocation_id: &str, report: &InvocationReport) -> Vec<u8> {
+    serde_json::to_vec(&Wire::of(invocation_id, report)).unwrap_or_else(|e| {
+        serde_json::to_vec(&unserializable(invocation_id, &e)).unwrap_or_default()
+    })
+}
+
+/// A response body: a JSON tree ([`response`]), or bytes when the caller
+/// asked for them and nothing needs the tree ([`response_bytes`]).
+pub(crate) enum Reply {
+    Tree(Value),
+    Bytes(Vec<u8>),
+}
+
+impl Reply {
+    /// The tree. Bytes are only made where no tree is wanted; this keeps
+    /// the conversion total rather than trusting that.
+    fn into_tree(self) -> Value {
+        match self {
+            Reply::Tree(v) => v,
+            Reply::Bytes(b) => serde_json::from_slice(&b).unwrap_or(Value::Null),
+        }
+    }
 }
 
 /// Runs the invocation on the caller's task, holding `permit` until it
@@ -82,9 +120,22 @@ pub(crate) async fn run(
     permit: OwnedSemaphorePermit,
     stream: Option<SseSink>,
 ) -> Result<(Value, bool), IdemError> {
+    let (reply, replayed) = run_as(state, run, permit, stream, false).await?;
+    Ok((reply.into_tree(), replayed))
+}
+
+/// [`run`], answering with bytes when `bytes` and no idempotency record
+/// needs the tree.
+async fn run_as(
+    state: AppState,
+    run: Run,
+    permit: OwnedSemaphorePermit,
+    stream: Option<SseSink>,
+    bytes: bool,
+) -> Result<(Reply, bool), IdemError> {
     let work = DetachOnDrop::new(async move {
         let _permit = permit;
-        execute(state, run, stream).await
+        execute(state, run, stream, bytes).await
     });
     match work.await {
         Ok(r) => r,
@@ -96,7 +147,8 @@ async fn execute(
     state: AppState,
     run: Run,
     stream: Option<SseSink>,
-) -> Result<(Value, bool), IdemError> {
+    bytes: bool,
+) -> Result<(Reply, bool), IdemError> {
     let invocation_id = uuid::Uuid::new_v4().to_string();
     let tenant = run.principal.tenant.clone();
     let effect = run
@@ -130,6 +182,7 @@ async fn execute(
     let (claim_run, claim_node) = (run_id.clone(), node_id.clone());
     let (type_id, tenant_label) = (run.type_id.clone(), tenant.clone());
     let st = state.clone();
+    let keyed = run.key.is_some();
     let perform = move || async move {
         // Only this invocation's events reach this caller's stream.
         let report = match stream {
@@ -142,23 +195,30 @@ async fn execute(
         // A failed node is not recorded: a retry runs it again (its own
         // tool calls are still guarded by the gate's effects).
         let record = report.outcome.is_ok();
-        (response(&invocation_id, &report), record)
+        let reply = if bytes && !keyed {
+            Reply::Bytes(response_bytes(&invocation_id, &report))
+        } else {
+            Reply::Tree(response(&invocation_id, &report))
+        };
+        (reply, record)
     };
     match &run.key {
-        Some(k) => {
-            idem::once(
-                &state,
-                &tenant,
-                &run.type_id,
-                k,
-                &run.request,
-                &claim_run,
-                &claim_node,
-                attempt,
-                perform,
-            )
-            .await
-        }
+        Some(k) => idem::once(
+            &state,
+            &tenant,
+            &run.type_id,
+            k,
+            &run.request,
+            &claim_run,
+            &claim_node,
+            attempt,
+            || async move {
+                let (reply, record) = perform().await;
+                (reply.into_tree(), record)
+            },
+        )
+        .await
+        .map(|(v, replayed)| (Reply::Tree(v), replayed)),
         None => Ok((perform().await.0, false)),
     }
 }
@@ -355,13 +415,83 @@ async fn post_inner(state: AppState, headers: HeaderMap, body: Body) -> Result<R
             .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         return Ok(r);
     }
-    let (resp, replayed) = self::run(state, run, permit, None)
+    let (reply, replayed) = run_as(state, run, permit, None, true)
         .await
         .map_err(|e| idem_error(&e))?;
-    let mut r = (StatusCode::OK, axum::Json(resp)).into_response();
+    let mut r = match reply {
+        Reply::Tree(v) => (StatusCode::OK, axum::Json(v)).into_response(),
+        Reply::Bytes(b) => (
+            StatusCode::OK,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            b,
+        )
+            .into_response(),
+    };
     if replayed {
         r.headers_mut()
             .insert("idempotent-replayed", HeaderValue::from_static("true"));
     }
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wop_runtime::{LogLevel, LogStream, NodeError, Outcome};
+
+    fn report(outcome: Result<Outcome, NodeError>) -> InvocationReport {
+        InvocationReport {
+            outcome,
+            events: vec![Event::LogAppended {
+                level: LogLevel::Info,
+                message: "greeting \"quoted\" \u{2603}".into(),
+                fields: Some(json!({"name": "Ada"})),
+                stream: LogStream::Log,
+            }],
+            usage: Usage {
+                pack: "hello".into(),
+                fuel_consumed: 15_893,
+                ..Usage::default()
+            },
+        }
+    }
+
+    /// The shape the invoke API has always answered: the report's outcome
+    /// fields beside `invocationId`, `events` and `usage`.
+    fn expected(r: &InvocationReport) -> Value {
+        let mut v = serde_json::to_value(OutcomeFields(&r.outcome)).unwrap_or_default();
+        v["invocationId"] = json!("inv-1");
+        v["events"] = serde_json::to_value(&r.events).unwrap_or_default();
+        v["usage"] = serde_json::to_value(&r.usage).unwrap_or_default();
+        v
+    }
+
+    #[test]
+    fn bytes_and_tree_are_the_same_response_for_every_outcome() {
+        let failed = NodeError::runtime(
+            ErrorCode::SandboxTimeout,
+            "the node ran out of fuel",
+            serde_json::Map::new(),
+        );
+        for outcome in [
+            Ok(Outcome::Completed {
+                output: json!({"greeting": "Hello, Ada!"}),
+            }),
+            Ok(Outcome::Suspended {
+                interrupt: json!({"kind": "approval"}),
+            }),
+            Err(failed),
+        ] {
+            let r = report(outcome);
+            let tree = response("inv-1", &r);
+            let bytes: Value = serde_json::from_slice(&response_bytes("inv-1", &r))
+                .unwrap_or_else(|e| json!({"unparsable": e.to_string()}));
+            assert_eq!(tree, expected(&r));
+            assert_eq!(bytes, tree);
+            assert!(tree["outcome"].is_string(), "{tree}");
+        }
+    }
 }
