@@ -42,11 +42,6 @@ use std::time::{Duration, Instant};
 use wop_runtime::store::SledStore;
 use wop_runtime::{InvokeRequest, Outcome, Runtime, RuntimeConfig};
 
-/// The allocator of the `wop` binary, so that the library and the service
-/// are measured on one allocator (decision 0024).
-#[global_allocator]
-static GLOBAL: wop_serve::alloc::Allocator = wop_serve::alloc::ALLOCATOR;
-
 /// Calls per language and path in one block.
 const BLOCK: usize = 50;
 

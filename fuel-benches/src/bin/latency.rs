@@ -21,11 +21,6 @@
 use fuel_benches::bare;
 use std::time::Instant;
 
-/// The allocator of the `wop` binary, so that the library and the service
-/// are measured on one allocator (decision 0024).
-#[global_allocator]
-static GLOBAL: wop_serve::alloc::Allocator = wop_serve::alloc::ALLOCATOR;
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let n: usize = std::env::args()

@@ -27,11 +27,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// The allocator of the `wop` binary, so that the library and the service
-/// are measured on one allocator (decision 0024).
-#[global_allocator]
-static GLOBAL: wop_serve::alloc::Allocator = wop_serve::alloc::ALLOCATOR;
-
 const CONCURRENCY: [usize; 4] = [1, 2, 8, 64];
 
 fn main() {

@@ -23,10 +23,6 @@ use cmd::*;
 use common::exit;
 use std::process::ExitCode;
 
-/// The same allocator as `wop-serve` ([`wop_serve::alloc`]).
-#[global_allocator]
-static GLOBAL: wop_serve::alloc::Allocator = wop_serve::alloc::ALLOCATOR;
-
 #[derive(Parser)]
 #[command(
     name = "wop",
@@ -83,7 +79,6 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    wop_serve::alloc::return_freed_memory_at_once();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("WOP_LOG")

@@ -21,7 +21,6 @@
 //! [`ServeConfig`] (`serve.toml`); the operator policy stays a
 //! [`wop_runtime::Policy`]. See the crate README.
 
-pub mod alloc;
 mod api;
 pub mod cli;
 pub mod config;

@@ -6,10 +6,6 @@
 
 use clap::Parser;
 
-/// The service's allocator ([`wop_serve::alloc`]).
-#[global_allocator]
-static GLOBAL: wop_serve::alloc::Allocator = wop_serve::alloc::ALLOCATOR;
-
 /// The wop executor service: MCP server mount + OpenWOP routes + invoke API.
 #[derive(Debug, Parser)]
 #[command(name = "wop-serve", version)]
@@ -20,7 +16,6 @@ struct Cli {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    wop_serve::alloc::return_freed_memory_at_once();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
