@@ -70,8 +70,9 @@ impl<'a> Wire<'a> {
     }
 }
 
-/// What is answered when a report cannot be serialized (a non-finite
-/// number in an output, say): a failure the caller can act on.
+/// What is answered if a report cannot be serialized. Everything in a
+/// report is JSON already, so this is defence, not an expected path: the
+/// caller still gets a failure it can read instead of a broken body.
 fn unserializable(invocation_id: &str, e: &serde_json::Error) -> Value {
     json!({"invocationId": invocation_id, "outcome": "failed", "error": {"code": "internal_error",
           "message": format!("the report could not be serialized: {e}")},
