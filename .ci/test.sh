@@ -10,11 +10,14 @@
 #   wop-serve's end-to-end tests (each setup script is idempotent);
 # - Prometheus from Debian (the /metrics test scrapes with a real server),
 #   if it is missing and apt-get can install it;
+# - the Rust toolchain rust-toolchain.toml pins (.ci/toolchain.sh);
 # - then `cargo test --workspace` with the arguments given.
 #
 # .ci/run calls this; so can anyone on a fresh clone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The pinned Rust toolchain (installed if missing; one line says which).
+bash .ci/toolchain.sh
 
 if [[ -z "${WOP_TEST_POSTGRES_URL:-}" ]]; then
     WOP_TEST_POSTGRES_URL="$(bash .ci/postgres.sh start)"

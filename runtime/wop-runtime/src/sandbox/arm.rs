@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-use wasmtime::{Engine, Store, Trap};
+use wasmtime::{AsContext, Engine, Store, Trap};
 use wop_core::admission::Binding;
 use wop_core::breach::BreachKind;
 use wop_core::classify::{Classified, Fault, classify};
@@ -159,8 +159,9 @@ pub(crate) fn arm<T: SandboxState, R>(
                 // One fast clock read serves the deadline and the
                 // breakdown; the OS clock is read once per check interval.
                 let now = Instant::now();
-                let fuel = ctx.get_fuel().unwrap_or(0);
+                let fuel = ctx.as_context().get_fuel().unwrap_or(0);
                 let sb = ctx.data_mut().sandbox_mut();
+                let fuel = sb.settle_fuel(fuel)?;
                 if let Some(e) = sb.past_deadline(now) {
                     return Err(e);
                 }
@@ -172,15 +173,9 @@ pub(crate) fn arm<T: SandboxState, R>(
                 }
             }
             wasmtime::CallHook::ReturningFromHost => {
-                let debt = std::mem::take(&mut ctx.data_mut().sandbox_mut().fuel_debt);
-                let mut fuel = ctx.get_fuel().unwrap_or(0);
-                if debt > 0 {
-                    // Out of fuel: the guest traps on its next instruction
-                    // (classified as the fuel limit).
-                    fuel = fuel.saturating_sub(debt);
-                    ctx.set_fuel(fuel)?;
-                }
+                let fuel = ctx.as_context().get_fuel().unwrap_or(0);
                 let sb = ctx.data_mut().sandbox_mut();
+                let fuel = sb.settle_fuel(fuel)?;
                 let now = Instant::now();
                 if sb.breakdown {
                     sb.meter.close(now);
@@ -253,7 +248,8 @@ impl<T: SandboxState> Armed<T> {
         let data = store.data();
         let sb = data.sandbox();
         let limits = sb.limits;
-        let remaining = store.get_fuel().unwrap_or(0);
+        // Host work owed and not yet met by a transition counts as spent.
+        let remaining = store.get_fuel().unwrap_or(0).saturating_sub(sb.fuel_owed());
         usage.fuel_consumed = limits.fuel.saturating_sub(remaining);
         usage.host_call_breakdown = sb.meter.records();
         usage.fuel_after_last_call = sb.meter.mark.saturating_sub(remaining);

@@ -46,11 +46,36 @@ impl Sandbox {
     }
 
     /// Charges fuel for `bytes` of host work done on the guest's behalf;
-    /// it is taken when the host call returns.
+    /// it is counted against the guest's fuel at every host transition
+    /// ([`Sandbox::settle_fuel`]).
     pub(crate) fn charge(&mut self, bytes: usize) {
         self.fuel_debt = self
             .fuel_debt
             .saturating_add((bytes as u64).saturating_mul(FUEL_PER_HOST_BYTE));
+    }
+
+    /// The fuel left once host work is paid for, given the store's own
+    /// `fuel` count; the fuel limit's fault when the host work owed has
+    /// used it up. Called by the call hook at every host transition:
+    /// since wasmtime 49 the hook may read the store's fuel but not set
+    /// it (decision 0025), so the debt is carried and compared instead of
+    /// subtracted. The guest's own instructions still never exceed the
+    /// limit (wasmtime traps them); host work is judged at the next
+    /// transition.
+    pub(crate) fn settle_fuel(&mut self, fuel: u64) -> wasmtime::Result<u64> {
+        if self.fuel_debt > 0 && self.fuel_debt >= fuel {
+            let limit = self.limits.fuel;
+            return Err(self.fault(Fault::Fuel {
+                limit,
+                consumed: limit,
+            }));
+        }
+        Ok(fuel - self.fuel_debt)
+    }
+
+    /// Fuel owed for host work so far (part of the fuel consumed).
+    pub(crate) fn fuel_owed(&self) -> u64 {
+        self.fuel_debt
     }
 
     /// Counts a host call of `iface` and labels it for the breakdown.

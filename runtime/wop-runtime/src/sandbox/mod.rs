@@ -89,8 +89,9 @@ pub(crate) struct Sandbox {
     pub os_clock: Option<(std::time::Instant, std::time::Instant)>,
     /// Fuel left at (or below) which the hook reads the OS clock next.
     pub os_check_at: u64,
-    /// Fuel owed for host work (bytes moved or parsed), taken from the
-    /// guest's fuel when the host call returns.
+    /// Fuel owed for host work (bytes moved or parsed) since the
+    /// execution started, counted against the guest's fuel at every host
+    /// transition ([`Sandbox::settle_fuel`]).
     pub fuel_debt: u64,
     /// Record the per-host-call breakdown.
     pub breakdown: bool,
