@@ -14,7 +14,7 @@ use wop_core::error::ConfigError;
 pub const FUEL_YIELD_INTERVAL: u64 = 100_000;
 
 /// The wasmtime version this runtime is built on (pinned in the workspace).
-pub(crate) const ENGINE_VERSION: &str = "48.0.8";
+pub(crate) const ENGINE_VERSION: &str = "50.0.1";
 
 /// Concurrent invocations (component instances) the pool holds.
 const POOL_COMPONENT_INSTANCES: u32 = 1000;
@@ -101,4 +101,20 @@ pub(crate) fn fingerprint(engine: &Engine) -> String {
     engine.precompile_compatibility_hash().hash(&mut h);
     h.write(b"wop-engine-v1");
     hex::encode(&h.0.finalize()[..16])
+}
+
+#[cfg(test)]
+mod tests {
+    /// The advertised engine version is the wasmtime the workspace locks
+    /// (the capability document must not name an engine we do not run).
+    #[test]
+    fn engine_version_is_the_locked_wasmtime() {
+        let lock = include_str!("../../../Cargo.lock");
+        let locked = lock
+            .split("[[package]]")
+            .find(|p| p.contains("\nname = \"wasmtime\"\n"))
+            .and_then(|p| p.lines().find_map(|l| l.strip_prefix("version = \"")))
+            .map(|v| v.trim_end_matches('"'));
+        assert_eq!(locked, Some(super::ENGINE_VERSION));
+    }
 }
