@@ -6,9 +6,11 @@
 //! pagemap settings, fuel with the same yield interval, the same stacks),
 //! so the ratio against it is wop's own overhead only.
 //!
-//! A fifth row runs the full path with traces exported (OTLP/HTTP JSON to
-//! a loopback collector, on this same thread), so the cost of tracing is
-//! read off the same run.
+//! A fifth row runs the full path with every trace exported (OTLP/HTTP
+//! JSON to a loopback collector, on this same thread), so the cost of
+//! tracing is read off the same run; its ratio counts only if no span was
+//! dropped (the bench says how many were). A sixth samples 1 % of traces
+//! (`traceidratio` 0.01, as `OTEL_TRACES_SAMPLER` would set it).
 //!
 //! A last row prices `wop serve`'s metrics: the time to record one
 //! finished invocation into the `/metrics` families and the console's
@@ -56,17 +58,24 @@ async fn main() {
         .await
         .unwrap();
     let wop_req = wop_runtime::InvokeRequest::new("wop.samples.hello", inputs.clone());
-    let collector = wop_testkit::Server::start(wop_testkit::Mode::Ok).await;
-    let mut traced_cfg = wop_runtime::RuntimeConfig::new();
-    traced_cfg.otlp(wop_runtime::gate::otlp::Config {
-        endpoint: collector.url("/v1/traces"),
-        headers: Vec::new(),
-    });
-    let traced_rt = wop_runtime::Runtime::new(&traced_cfg).unwrap();
-    traced_rt
-        .load_pack(&wop_test_packs::pack_dir("hello"))
-        .await
-        .unwrap();
+    let traced = |sampler| async move {
+        let collector = wop_testkit::Server::start(wop_testkit::Mode::Ok).await;
+        let mut cfg = wop_runtime::RuntimeConfig::new();
+        cfg.otlp(wop_runtime::gate::otlp::Config {
+            endpoint: collector.url("/v1/traces"),
+            headers: Vec::new(),
+            sampler,
+        });
+        let rt = wop_runtime::Runtime::new(&cfg).unwrap();
+        rt.load_pack(&wop_test_packs::pack_dir("hello"))
+            .await
+            .unwrap();
+        (rt, collector)
+    };
+    use wop_runtime::gate::otlp::Sampler;
+    let (traced_rt, collector) = traced(Sampler::AlwaysOn).await;
+    let (sampled_rt, sampled_collector) =
+        traced(Sampler::from_vars(Some("traceidratio"), Some("0.01")).0).await;
 
     for _ in 0..200 {
         bare_once(&pre_default).await;
@@ -74,10 +83,17 @@ async fn main() {
         like_wop_once().await;
         assert!(rt.invoke(wop_req.clone()).await.outcome.is_ok());
         assert!(traced_rt.invoke(wop_req.clone()).await.outcome.is_ok());
+        assert!(sampled_rt.invoke(wop_req.clone()).await.outcome.is_ok());
     }
     // Interleave rounds so machine noise hits all alike.
-    let (mut bare, mut pooled, mut like, mut full, mut traced) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut bare, mut pooled, mut like, mut full, mut traced, mut sampled) = (
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
     for _ in 0..n {
         let t = Instant::now();
         bare_once(&pre_default).await;
@@ -96,21 +112,27 @@ async fn main() {
         let r = traced_rt.invoke(wop_req.clone()).await;
         traced.push(t.elapsed());
         assert!(r.outcome.is_ok());
+        let t = Instant::now();
+        let r = sampled_rt.invoke(wop_req.clone()).await;
+        sampled.push(t.elapsed());
+        assert!(r.outcome.is_ok());
     }
-    traced_rt
-        .flush_traces(std::time::Duration::from_secs(10))
-        .await;
+    for r in [&traced_rt, &sampled_rt] {
+        r.flush_traces(std::time::Duration::from_secs(10)).await;
+    }
     let report = rt.invoke(wop_req.clone()).await;
     const RECORDS: usize = 100_000;
     let observe =
         wop_serve::bench::record_observability("wop.samples.hello", "anon:local", &report, RECORDS);
     let observe_us = observe.as_secs_f64() * 1e6 / RECORDS as f64;
     let (dropped, failed) = traced_rt.trace_export_losses();
+    let (sampled_dropped, sampled_failed) = sampled_rt.trace_export_losses();
     let b = fuel_benches::stats(bare);
     let p = fuel_benches::stats(pooled);
     let l = fuel_benches::stats(like);
     let f = fuel_benches::stats(full);
     let tr = fuel_benches::stats(traced);
+    let sa = fuel_benches::stats(sampled);
     println!("hello, {n} sequential invocations each, fresh instance per call");
     println!("| path | p50 | p99 | calls/s |");
     println!("|---|---|---|---|");
@@ -123,8 +145,12 @@ async fn main() {
         ),
         ("wop full path (limits, fuel, WASI ctx, log, report)", f),
         (
-            "wop full path, traces exported (OTLP/HTTP JSON, loopback)",
+            "wop full path, every trace exported (OTLP/HTTP JSON, loopback)",
             tr,
+        ),
+        (
+            "wop full path, 1 % of traces sampled (traceidratio 0.01)",
+            sa,
         ),
     ] {
         println!(
@@ -144,18 +170,32 @@ async fn main() {
             f.per_sec / base.per_sec
         );
     }
-    println!(
-        "| ratio traced / untraced wop | {:.2}× | {:.2}× | {:.2}× |",
-        tr.p50_us / f.p50_us,
-        tr.p99_us / f.p99_us,
-        tr.per_sec / f.per_sec
-    );
+    let every = if dropped == 0 && failed == 0 {
+        "every span exported"
+    } else {
+        "NOT comparable: spans were dropped or failed, see below"
+    };
+    for (name, s) in [
+        (format!("every trace exported / untraced wop ({every})"), tr),
+        ("1 % sampled / untraced wop".to_owned(), sa),
+    ] {
+        println!(
+            "| ratio {name} | {:.2}× | {:.2}× | {:.2}× |",
+            s.p50_us / f.p50_us,
+            s.p99_us / f.p99_us,
+            s.per_sec / f.per_sec
+        );
+    }
     println!(
         "| metrics + console record per invocation (wop serve) | {observe_us:.2} µs = {:.1} % of the full path's p50 | | |",
         100.0 * observe_us / f.p50_us
     );
     println!(
-        "traces: {} export requests received, {dropped} spans dropped, {failed} exports failed",
+        "traces, every one exported: {} export requests received, {dropped} spans dropped, {failed} exports failed",
         collector.count()
+    );
+    println!(
+        "traces, 1 % sampled: {} export requests received, {sampled_dropped} spans dropped, {sampled_failed} exports failed",
+        sampled_collector.count()
     );
 }

@@ -131,10 +131,19 @@ fn build_runtime(c: &Common, with_store: bool) -> Result<Runtime, Failure> {
         eprintln!("wop: warning: {w}");
     }
     let otlp = match &c.otlp {
-        Some(url) => Some(wop_runtime::gate::otlp::Config {
-            endpoint: url.clone(),
-            headers: otlp.map(|o| o.headers).unwrap_or_default(),
-        }),
+        Some(url) => {
+            let (sampler, sampler_warning) = wop_runtime::gate::otlp::Config::sampler_from_env();
+            if otlp.is_none()
+                && let Some(w) = sampler_warning
+            {
+                eprintln!("wop: warning: {w}");
+            }
+            Some(wop_runtime::gate::otlp::Config {
+                endpoint: url.clone(),
+                headers: otlp.map(|o| o.headers).unwrap_or_default(),
+                sampler,
+            })
+        }
         None => otlp,
     };
     if let Some(o) = otlp {

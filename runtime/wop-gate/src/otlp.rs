@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
+pub use wop_core::sampling::Sampler;
 use wop_core::trace::{Span, otlp_json};
 
 /// Invocations' span batches waiting to be sent, at most.
@@ -28,6 +29,9 @@ pub struct Config {
     pub endpoint: String,
     /// Extra request headers (`OTEL_EXPORTER_OTLP_HEADERS`).
     pub headers: Vec<(String, String)>,
+    /// Which traces are recorded (`OTEL_TRACES_SAMPLER`,
+    /// `OTEL_TRACES_SAMPLER_ARG`; default `parentbased_always_on`).
+    pub sampler: Sampler,
 }
 
 impl Config {
@@ -39,6 +43,17 @@ impl Config {
     /// `http/json`, the one this exporter speaks.
     pub fn from_env() -> (Option<Config>, Option<String>) {
         Self::from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// The sampler the standard variables name, and a warning for what was
+    /// not understood (for an endpoint given another way than by
+    /// variable, e.g. `wop run --otlp`).
+    pub fn sampler_from_env() -> (Sampler, Option<String>) {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        Sampler::from_vars(
+            var("OTEL_TRACES_SAMPLER").as_deref(),
+            var("OTEL_TRACES_SAMPLER_ARG").as_deref(),
+        )
     }
 
     /// [`Config::from_env`] over any variable lookup.
@@ -54,7 +69,7 @@ impl Config {
         let Some(endpoint) = endpoint else {
             return (None, None);
         };
-        let warning = var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        let protocol = var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
             .or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"))
             .filter(|p| p != "http/json")
             .map(|p| {
@@ -68,7 +83,22 @@ impl Config {
                     .collect()
             })
             .unwrap_or_default();
-        (Some(Config { endpoint, headers }), warning)
+        let (sampler, sampler_warning) = Sampler::from_vars(
+            var("OTEL_TRACES_SAMPLER").as_deref(),
+            var("OTEL_TRACES_SAMPLER_ARG").as_deref(),
+        );
+        let warning = match (protocol, sampler_warning) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
+        (
+            Some(Config {
+                endpoint,
+                headers,
+                sampler,
+            }),
+            warning,
+        )
     }
 }
 
@@ -107,6 +137,11 @@ impl Exporter {
             failed: Arc::new(AtomicU64::new(0)),
             queued: Arc::new(AtomicUsize::new(0)),
         })
+    }
+
+    /// Which traces are recorded.
+    pub fn sampler(&self) -> Sampler {
+        self.cfg.sampler
     }
 
     /// Spans dropped because the queue was full.
@@ -296,6 +331,7 @@ mod tests {
             Config {
                 endpoint: format!("http://{addr}/v1/traces"),
                 headers: Vec::new(),
+                sampler: Sampler::AlwaysOn,
             },
             "test",
         );

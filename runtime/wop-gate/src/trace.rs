@@ -48,6 +48,9 @@ impl TraceSite {
     /// Records a finished span (bounded: a pack making millions of calls
     /// keeps the first [`MAX_SPANS`]).
     pub fn record(&self, span: Span) {
+        if !self.ctx.sampled {
+            return;
+        }
         let mut g = match self.spans.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),

@@ -100,6 +100,8 @@ pub(crate) struct Metrics {
     cache_misses: Gauge,
     compiles: Gauge,
     instantiations: Gauge,
+    trace_spans_dropped: Gauge,
+    trace_exports_failed: Gauge,
     /// `ctx.mcp` servers (ids from the operator's policy).
     mcp_state: Family<ServerStateLabels, Gauge>,
     mcp_restarts: Family<ServerLabel, Gauge>,
@@ -134,6 +136,10 @@ pub(crate) struct Scrape {
     pub cache_misses: i64,
     pub compiles: i64,
     pub instantiations: i64,
+    /// Spans the OTLP exporter dropped (queue full) since start.
+    pub trace_spans_dropped: i64,
+    /// OTLP export requests that failed since start.
+    pub trace_exports_failed: i64,
     /// Each configured MCP server's passive status.
     pub mcp: Vec<(String, wop_runtime::gate::mcp::ServerStatus)>,
 }
@@ -233,6 +239,16 @@ impl Metrics {
             "instantiations",
             "Sandbox instantiations since start",
         );
+        let trace_spans_dropped = gauge(
+            &mut registry,
+            "trace_spans_dropped",
+            "Spans the OTLP exporter dropped since start because its queue was full (sample with OTEL_TRACES_SAMPLER)",
+        );
+        let trace_exports_failed = gauge(
+            &mut registry,
+            "trace_exports_failed",
+            "OTLP export requests that failed since start",
+        );
         let mcp_state = Family::default();
         registry.register(
             "mcp_server_state",
@@ -267,6 +283,8 @@ impl Metrics {
             cache_misses,
             compiles,
             instantiations,
+            trace_spans_dropped,
+            trace_exports_failed,
             mcp_state,
             mcp_restarts,
             tools,
@@ -416,6 +434,8 @@ impl Metrics {
             (&self.cache_misses, s.cache_misses),
             (&self.compiles, s.compiles),
             (&self.instantiations, s.instantiations),
+            (&self.trace_spans_dropped, s.trace_spans_dropped),
+            (&self.trace_exports_failed, s.trace_exports_failed),
         ] {
             g.set(v);
         }
@@ -513,6 +533,8 @@ mod tests {
             cache_misses: 1,
             compiles: 1,
             instantiations: 2,
+            trace_spans_dropped: 7,
+            trace_exports_failed: 0,
             mcp: vec![(
                 "files".to_owned(),
                 wop_runtime::gate::mcp::ServerStatus {
@@ -539,6 +561,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("wop_max_in_flight 64"));
+        assert!(text.contains("wop_trace_spans_dropped 7"), "{text}");
         assert!(text.ends_with("# EOF\n"));
     }
 }

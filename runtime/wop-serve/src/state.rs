@@ -129,6 +129,7 @@ impl Shared {
         let stats = self.rt.stats();
         let n = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
         let m = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        let (spans_dropped, exports_failed) = self.rt.trace_export_losses();
         self.metrics.encode(&crate::metrics::Scrape {
             in_flight: n(self.cfg.max_in_flight - self.permits.available_permits()),
             max_in_flight: n(self.cfg.max_in_flight),
@@ -140,6 +141,8 @@ impl Shared {
             cache_misses: m(stats.cache.compilations),
             compiles: m(stats.cache.compilations),
             instantiations: m(stats.instantiations),
+            trace_spans_dropped: m(spans_dropped),
+            trace_exports_failed: m(exports_failed),
             mcp: self.rt.mcp_servers(),
         })
     }

@@ -87,7 +87,7 @@ impl Runtime {
             .inner
             .tracer
             .as_ref()
-            .map(|_| super::trace::NodeSpan::start(&req));
+            .map(|t| super::trace::NodeSpan::start(&req, t.sampler()));
         let admitted = match self.admit(&req, &sink).await {
             Ok(a) => a,
             Err(refused) => return self.traced(&req, span, report(&sink, &req, refused)),
@@ -106,7 +106,9 @@ impl Runtime {
         span: Option<super::trace::NodeSpan>,
         report: InvocationReport,
     ) -> InvocationReport {
-        if let (Some(t), Some(s)) = (&self.inner.tracer, span) {
+        if let (Some(t), Some(s)) = (&self.inner.tracer, span)
+            && s.site.ctx.sampled
+        {
             t.export(s.end(req, &report));
         }
         report

@@ -6,6 +6,7 @@
 
 use wop_core::events::Event;
 use wop_core::model::{InvocationReport, InvokeRequest};
+use wop_core::sampling::Sampler;
 use wop_core::trace::{Attr, Span, TraceContext, node_span_name};
 use wop_gate::trace::{TraceSite, new_span_id, new_trace_id, now_ns};
 
@@ -18,17 +19,17 @@ pub(crate) struct NodeSpan {
 
 impl NodeSpan {
     /// Starts the span of `req`: a child of its `traceparent`, else the
-    /// root of a new trace.
-    pub(crate) fn start(req: &InvokeRequest) -> NodeSpan {
+    /// root of a new trace; recorded or not as `sampler` decides (the
+    /// decision travels downstream in the `sampled` flag of the
+    /// `traceparent` host calls send).
+    pub(crate) fn start(req: &InvokeRequest, sampler: Sampler) -> NodeSpan {
         let parent = req.traceparent.as_deref().and_then(TraceContext::parse);
         let span_id = new_span_id();
-        let ctx = match parent {
-            Some(p) => p.child(span_id),
-            None => TraceContext {
-                trace_id: new_trace_id(),
-                span_id,
-                sampled: true,
-            },
+        let trace_id = parent.map_or_else(new_trace_id, |p| p.trace_id);
+        let ctx = TraceContext {
+            trace_id,
+            span_id,
+            sampled: sampler.should_sample(parent.as_ref(), &trace_id),
         };
         NodeSpan {
             site: TraceSite {

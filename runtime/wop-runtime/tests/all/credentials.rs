@@ -154,6 +154,7 @@ async fn runtime_traced(
         cfg.otlp(wop_runtime::gate::otlp::Config {
             endpoint: c.url("/v1/traces"),
             headers: Vec::new(),
+            sampler: Default::default(),
         });
     }
     let rt = Runtime::new(&cfg).expect("runtime");

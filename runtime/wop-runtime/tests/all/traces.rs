@@ -6,7 +6,7 @@
 use super::*;
 use serde_json::json;
 use wop_runtime::RunContext;
-use wop_runtime::gate::otlp::Config;
+use wop_runtime::gate::otlp::{Config, Sampler};
 use wop_testkit::{Mode, Server};
 
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -30,10 +30,16 @@ fn spans_of(collector: &Server) -> Vec<Value> {
 
 /// A runtime under `policy` exporting its traces to `collector`.
 fn traced_runtime(policy: &str, collector: &Server) -> Runtime {
+    sampled_runtime(policy, collector, Default::default())
+}
+
+/// [`traced_runtime`] with a sampler.
+fn sampled_runtime(policy: &str, collector: &Server, sampler: Sampler) -> Runtime {
     let mut cfg = RuntimeConfig::new();
     cfg.policy(Policy::from_toml(policy).unwrap()).otlp(Config {
         endpoint: collector.url("/v1/traces"),
         headers: vec![("x-otlp-token".into(), "t0k3n".into())],
+        sampler,
     });
     Runtime::new(&cfg).unwrap()
 }
@@ -135,6 +141,69 @@ async fn an_invocation_and_its_host_calls_are_one_trace_carried_on() {
             http["spanId"].as_str().unwrap()
         )
     );
+    assert_eq!(rt.trace_export_losses(), (0, 0));
+}
+
+/// `OTEL_TRACES_SAMPLER=parentbased_traceidratio`, ratio 0: a caller's
+/// sampled trace is recorded and carried on sampled; a caller's unsampled
+/// trace and a new trace are never exported, and the host call's
+/// `traceparent` says "not sampled" in the same trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampled_out_traces_are_carried_on_unsampled_and_never_exported() {
+    let collector = Server::start(Mode::Ok).await;
+    let upstream = Server::start(Mode::Ok).await;
+    let policy = format!(
+        "[[tools]]\nid = \"crm:read\"\nurl = \"{}\"\nsafetyTier = \"read\"\n\
+         [packs.tool-call]\ncapabilities = [\"tools\"]\ntools = [\"crm:*\"]\n",
+        upstream.url("/read")
+    );
+    let (sampler, warning) = Sampler::from_vars(Some("parentbased_traceidratio"), Some("0"));
+    assert_eq!(warning, None);
+    let rt = sampled_runtime(&policy, &collector, sampler);
+    rt.load_pack(&pack("tool-call")).await.unwrap();
+    let call = |traceparent: Option<String>| {
+        let mut req = InvokeRequest::new("wop.samples.tool-call", json!({"tool": "crm:read"}));
+        req.traceparent = traceparent;
+        req
+    };
+    let unsampled_trace = "0af7651916cd43dd8448eb211c80319c";
+    assert!(
+        rt.invoke(call(Some(format!("00-{unsampled_trace}-{PARENT}-00"))))
+            .await
+            .outcome
+            .is_ok()
+    );
+    assert!(rt.invoke(call(None)).await.outcome.is_ok());
+    assert!(
+        rt.invoke(call(Some(format!("00-{TRACE}-{PARENT}-01"))))
+            .await
+            .outcome
+            .is_ok()
+    );
+    rt.flush_traces(std::time::Duration::from_secs(10)).await;
+
+    let seen: Vec<String> = upstream
+        .requests()
+        .iter()
+        .map(|r| r.headers["traceparent"].clone())
+        .collect();
+    assert_eq!(seen.len(), 3);
+    assert!(
+        seen[0].starts_with(&format!("00-{unsampled_trace}-")) && seen[0].ends_with("-00"),
+        "{seen:?}"
+    );
+    assert!(seen[1].ends_with("-00"), "a new trace at ratio 0: {seen:?}");
+    assert!(
+        seen[2].starts_with(&format!("00-{TRACE}-")) && seen[2].ends_with("-01"),
+        "{seen:?}"
+    );
+    let spans = spans_of(&collector);
+    assert_eq!(
+        spans.len(),
+        2,
+        "the sampled invocation and its tool call: {spans:?}"
+    );
+    assert!(spans.iter().all(|s| s["traceId"] == TRACE), "{spans:?}");
     assert_eq!(rt.trace_export_losses(), (0, 0));
 }
 
