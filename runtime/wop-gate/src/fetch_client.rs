@@ -323,7 +323,7 @@ impl ToolProvider for GuardedFetch {
                     for d in &plan.decisions {
                         self.decide(Decision::credential(t.authority(), d));
                     }
-                    let reason = plan.last_reason();
+                    let reason = plan.refusal_reason();
                     if let Some(message) = plan.refused {
                         let d = Denial::denied(reason, message);
                         return Err(answered(&d, &t.authority(), hop));

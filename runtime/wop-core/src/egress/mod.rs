@@ -15,6 +15,7 @@
 pub mod addr;
 pub mod allow;
 pub mod host;
+pub mod plain;
 
 pub use allow::{AllowList, Pattern, Scheme};
 
@@ -501,7 +502,7 @@ impl Decision {
             verdict: d.verdict,
             destination,
             reason: d.reason,
-            cause: None,
+            cause: d.cause,
             credential_id: d.credential_id.clone(),
         }
     }

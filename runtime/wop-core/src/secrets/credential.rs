@@ -2,7 +2,7 @@
 //! use. The value lives in zeroed-on-drop memory, is never printed by
 //! `Debug`, and leaves this type only as the header it is attached as.
 
-use super::audience::Audience;
+use super::audience::{Audience, Fit};
 use super::{OutOfAudience, SecretSpec};
 use crate::egress::allow::Dest;
 use base64::Engine as _;
@@ -210,7 +210,22 @@ impl Credential {
     /// Whether a safe-fetch request to `dest` with URL path `path` is in
     /// its audience.
     pub fn in_audience(&self, dest: &Dest<'_>, path: &str) -> bool {
-        self.audiences.iter().any(|a| a.matches(dest, path))
+        self.audience_fit(dest, path) == Fit::In
+    }
+
+    /// How a safe-fetch request to `dest` with URL path `path` fits its
+    /// audiences: [`Fit::In`] if one takes it; else [`Fit::NotPlain`] if one
+    /// would but for a path that is not plain; else [`Fit::Out`].
+    pub fn audience_fit(&self, dest: &Dest<'_>, path: &str) -> Fit {
+        let mut fit = Fit::Out;
+        for a in &self.audiences {
+            match a.fit(dest, path) {
+                Fit::In => return Fit::In,
+                Fit::NotPlain => fit = Fit::NotPlain,
+                Fit::Out => {}
+            }
+        }
+        fit
     }
 
     /// Whether calls of `tool_id` carry it: an HTTP tool it lists, or a

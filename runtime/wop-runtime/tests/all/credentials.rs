@@ -65,7 +65,13 @@ impl World {
     /// The policy; `api_extra` goes into `[secrets.api]`, `mcp` is an
     /// `[mcp.servers.py]` body (or empty).
     fn policy(&self, api_extra: &str, mcp: &str) -> String {
+        self.policy_with(api_extra, mcp, &[])
+    }
+
+    /// The policy, with `more` audiences for `[secrets.api]`.
+    fn policy_with(&self, api_extra: &str, mcp: &str, more: &[String]) -> String {
         let origin = |s: &Server| format!("\"http://{}\"", s.addr);
+        let more: String = more.iter().map(|a| format!(", \"{a}\"")).collect();
         let mcp_grant = if mcp.is_empty() {
             ""
         } else {
@@ -105,7 +111,7 @@ safetyTier = "read"
 {mcp_section}
 [secrets.api]
 value = "file:{api_file}"
-audiences = [{aud}, {redir}, {enc}]
+audiences = [{aud}, {redir}, {enc}{more}]
 tools = ["creds:echo", "creds:reject"]
 {mcp_secret}
 {api_extra}
@@ -612,4 +618,63 @@ async fn mcp_over_http_carries_the_credential_and_its_echo_is_redacted() {
         1,
         "only the call through `py` carried it: {out}"
     );
+}
+
+/// Issue 33 item 3: with an audience path prefix of `/v1`, a path that
+/// starts with `/v1/` but is not plain — which a decoding server or proxy
+/// serves as `/admin/x` — never gets the credential: the request is
+/// refused (`path-not-plain`), named or not. The plain path inside the
+/// prefix gets it; a path outside it goes without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_prefix_audience_takes_only_plain_paths() {
+    let w = World::start().await;
+    let scoped = Server::start(Mode::EchoHeaders).await;
+    let policy = w.policy_with("", "", &[format!("http://{}/v1", scoped.addr)]);
+    let rt = runtime_with(&policy, None).await;
+    let r = exfil(
+        &rt,
+        "acme",
+        json!([
+            fetch(scoped.url("/v1/..%2Fadmin%2Fx")),
+            fetch(scoped.url("/v1/..;/admin/x")),
+            fetch(scoped.url("/v1/%5C..%5Cadmin/x")),
+            fetch_with(
+                scoped.url("/v1/..%2Fadmin%2Fx"),
+                json!({"x-wop-credential": "api"})
+            ),
+            fetch(scoped.url("/v1/admin/x")),
+            fetch(scoped.url("/admin/x")),
+        ]),
+    )
+    .await;
+    let saw = saw(&r);
+    for s in &saw[..4] {
+        assert_eq!(s["error"]["code"], "egress_denied", "{s}");
+        assert_eq!(s["error"]["details"]["reason"], "path-not-plain", "{s}");
+    }
+    let got: Vec<(String, Option<String>)> = scoped
+        .requests()
+        .iter()
+        .map(|q| (q.line.clone(), q.headers.get("authorization").cloned()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                "GET /v1/admin/x HTTP/1.1".to_owned(),
+                Some(format!("Bearer {API}"))
+            ),
+            ("GET /admin/x HTTP/1.1".to_owned(), None),
+        ]
+    );
+    let refused = r
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(e, Event::EgressDecided {
+                decision, reason, cause: Some(c), credential_id: Some(id), ..
+            } if decision == "denied" && reason == "policy-denied" && c == "path-not-plain" && id == "api")
+        })
+        .count();
+    assert_eq!(refused, 4, "{:?}", r.events);
 }
