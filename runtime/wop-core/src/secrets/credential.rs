@@ -147,8 +147,10 @@ impl Credential {
             Attach::Header(_) => v.to_owned(),
         });
         let mut needles: Vec<Zeroizing<Vec<u8>>> = Vec::new();
+        // Kept ASCII-lowercase: redaction matches in any ASCII case.
         let mut add = |s: String| {
             let s = Zeroizing::new(s.into_bytes());
+            let s = Zeroizing::new(s.to_ascii_lowercase());
             if s.len() >= 6 && !needles.iter().any(|n| **n == *s) {
                 needles.push(s);
             }
@@ -250,7 +252,8 @@ impl Credential {
 
     /// The byte strings replaced in responses: the value and its common
     /// encodings (base64, base64url, percent- and JSON-escaped, the
-    /// password of a basic credential), longest first.
+    /// password of a basic credential), ASCII-lowercase (matched in any
+    /// case), longest first.
     pub fn needles(&self) -> impl Iterator<Item = &[u8]> {
         self.needles.iter().map(|n| n.as_slice())
     }

@@ -620,6 +620,20 @@ async fn mcp_over_http_carries_the_credential_and_its_echo_is_redacted() {
     );
 }
 
+/// Whether `haystack` holds a credential value in any ASCII case: a URL
+/// parser lowercases a value that comes back as a host name.
+fn assert_absent_any_case(what: &str, haystack: &[u8]) {
+    let hay = haystack.to_ascii_lowercase();
+    for value in [API, ACME, GLOBEX] {
+        let v = value.to_ascii_lowercase();
+        let found = hay.windows(v.len()).any(|w| w == v.as_bytes());
+        assert!(
+            !found,
+            "{what} contains the credential value {value} (in some case)"
+        );
+    }
+}
+
 /// Issue 33 item 3: with an audience path prefix of `/v1`, a path that
 /// starts with `/v1/` but is not plain — which a decoding server or proxy
 /// serves as `/admin/x` — never gets the credential: the request is
@@ -677,4 +691,66 @@ async fn a_path_prefix_audience_takes_only_plain_paths() {
         })
         .count();
     assert_eq!(refused, 4, "{:?}", r.events);
+}
+
+/// Collects the events streamed to a caller.
+#[derive(Default)]
+struct Collect(std::sync::Mutex<Vec<Event>>);
+
+impl wop_runtime::EventSink for Collect {
+    fn emit(&self, _run: &str, _node: &str, event: &Event) {
+        self.0.lock().unwrap().push(event.clone());
+    }
+}
+
+/// Issue 33 item 4: an audience that redirects to
+/// `ftp://<credential>.invalid:1/` puts the value (lowercased by the URL
+/// parser) into the refused hop's destination. Every event of a
+/// credentialed invocation is redacted, in any case, in the report and in
+/// what is streamed to the caller; so is the pack's error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credential_a_redirect_names_as_a_host_never_reaches_the_events() {
+    let w = World::start().await;
+    let bounce = format!(
+        "HTTP/1.1 302 Found\r\nlocation: ftp://{API}.invalid:1/\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    );
+    let bouncer = Server::start(Mode::Raw(bounce)).await;
+    let policy = w.policy_with("", "", &[format!("http://{}", bouncer.addr)]);
+    let rt = runtime_with(&policy, None).await;
+    let streamed = Arc::new(Collect::default());
+    let req = invocation(
+        "wop.testing.exfil",
+        "acme",
+        "run-bounce",
+        json!([fetch(bouncer.url("/go"))]),
+    );
+    let r = rt.invoke_streaming(req, streamed.clone()).await;
+    let saw = saw(&r);
+    assert_eq!(
+        authorizations(&bouncer),
+        vec![Some(format!("Bearer {API}"))]
+    );
+    assert_eq!(saw[0]["error"]["details"]["reason"], "scheme", "{}", saw[0]);
+    let hop = r.events.iter().find_map(|e| match e {
+        Event::EgressDecided {
+            destination,
+            cause: Some(c),
+            ..
+        } if c == "scheme" => Some(destination.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        hop.as_deref(),
+        Some("[redacted:api].invalid:1"),
+        "{:?}",
+        r.events
+    );
+    let streamed = streamed.0.lock().unwrap().clone();
+    assert_eq!(streamed, r.events);
+    assert_absent_any_case("the events", &serde_json::to_vec(&r.events).unwrap());
+    assert_absent_any_case(
+        "the streamed events",
+        &serde_json::to_vec(&streamed).unwrap(),
+    );
+    assert_absent_any_case("the outcome", format!("{:?}", r.outcome).as_bytes());
 }
