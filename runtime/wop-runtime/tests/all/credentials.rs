@@ -634,6 +634,101 @@ fn assert_absent_any_case(what: &str, haystack: &[u8]) {
     }
 }
 
+fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+/// The value of response header `name` in what the pack saw.
+fn header<'a>(saw: &'a Value, name: &str) -> Option<&'a str> {
+    saw["headers"]
+        .as_array()?
+        .iter()
+        .find(|h| h[0] == name)
+        .and_then(|h| h[1].as_str())
+}
+
+/// Issue 33 item 2: an answer the host cannot search for the credential (a
+/// compressed one) is refused whichever header says so, in whichever
+/// instance and list element: `Transfer-Encoding: gzip, chunked`, or
+/// `Content-Encoding: identity` followed by `Content-Encoding: gzip`.
+/// Chunked framing alone is no encoding: that answer is read and redacted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credentialed_answer_under_any_encoding_is_refused() {
+    // Long and repetitive enough that deflate compresses rather than
+    // storing it.
+    let echoed = format!(
+        "{{\"authorization\":\"Bearer {API}\",\"pad\":\"{}\"}}",
+        "ab".repeat(200)
+    );
+    let packed = gzip(echoed.as_bytes());
+    // Compressed, the echo hides the value from a byte search.
+    assert!(!packed.windows(API.len()).any(|w| w == API.as_bytes()));
+    let mut te = format!(
+        "HTTP/1.1 200 OK\r\ntransfer-encoding: gzip, chunked\r\nconnection: close\r\n\r\n{:x}\r\n",
+        packed.len()
+    )
+    .into_bytes();
+    te.extend_from_slice(&packed);
+    te.extend_from_slice(b"\r\n0\r\n\r\n");
+    let mut ce = format!(
+        "HTTP/1.1 200 OK\r\ncontent-encoding: identity\r\ncontent-encoding: gzip\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        packed.len()
+    )
+    .into_bytes();
+    ce.extend_from_slice(&packed);
+    let chunked = format!(
+        "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ncontent-encoding: identity\r\nconnection: close\r\n\r\n{:x}\r\n{echoed}\r\n0\r\n\r\n",
+        echoed.len()
+    );
+    let te = Server::start(Mode::RawBytes(te)).await;
+    let ce = Server::start(Mode::RawBytes(ce)).await;
+    let chunked = Server::start(Mode::Raw(chunked)).await;
+    let w = World::start().await;
+    let more: Vec<String> = [&te, &ce, &chunked]
+        .iter()
+        .map(|s| format!("http://{}", s.addr))
+        .collect();
+    let rt = runtime_with(&w.policy_with("", "", &more), None).await;
+    let r = exfil(
+        &rt,
+        "acme",
+        json!([
+            fetch(te.url("/te")),
+            fetch(ce.url("/ce")),
+            fetch(chunked.url("/chunked"))
+        ]),
+    )
+    .await;
+    let saw = saw(&r);
+    // Each request carried the credential...
+    for s in [&te, &ce, &chunked] {
+        assert_eq!(authorizations(s), vec![Some(format!("Bearer {API}"))]);
+    }
+    // ...and neither compressed answer came back.
+    for (i, header) in [(0, "Transfer-Encoding"), (1, "Content-Encoding")] {
+        assert_eq!(saw[i]["error"]["code"], "egress_denied", "{}", saw[i]);
+        assert_eq!(
+            saw[i]["error"]["details"]["reason"], "encoded-response",
+            "{}",
+            saw[i]
+        );
+        assert_eq!(saw[i]["error"]["details"]["header"], header, "{}", saw[i]);
+    }
+    assert_eq!(saw[2]["status"], 200, "{}", saw[2]);
+    assert!(
+        saw[2]["body"]
+            .as_str()
+            .unwrap()
+            .contains("Bearer [redacted:api]"),
+        "{}",
+        saw[2]
+    );
+    assert_absent("the outcome", format!("{:?}", r.outcome).as_bytes());
+}
+
 /// Issue 33 item 3: with an audience path prefix of `/v1`, a path that
 /// starts with `/v1/` but is not plain — which a decoding server or proxy
 /// serves as `/admin/x` — never gets the credential: the request is
@@ -753,4 +848,57 @@ async fn a_credential_a_redirect_names_as_a_host_never_reaches_the_events() {
         &serde_json::to_vec(&streamed).unwrap(),
     );
     assert_absent_any_case("the outcome", format!("{:?}", r.outcome).as_bytes());
+}
+
+/// Issue 33 item 5: the headers of a credentialed answer describe only the
+/// body returned. A `HEAD` of an echo endpoint has no `Content-Length`
+/// (it was the echo's, credential included); digests, `Content-Range` and,
+/// for a body not returned, `ETag` are taken out; a `GET`'s length is the
+/// returned body's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credentialed_answer_never_tells_the_credential_length() {
+    let w = World::start().await;
+    let described = Server::start(Mode::Raw(
+        "HTTP/1.1 200 OK\r\ncontent-length: 57\r\ncontent-range: bytes 0-56/57\r\n\
+         etag: \"39-5f1a\"\r\ncontent-md5: Q2hlY2sgSW50ZWdyaXR5IQ==\r\n\
+         digest: sha-256=X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=\r\n\
+         content-digest: sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:\r\n\
+         repr-digest: sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:\r\n\
+         x-kept: 1\r\nconnection: close\r\n\r\n"
+            .to_owned(),
+    ))
+    .await;
+    let policy = w.policy_with("", "", &[format!("http://{}", described.addr)]);
+    let rt = runtime_with(&policy, None).await;
+    let head = |url: String| json!({"fetch": {"url": url, "method": "HEAD"}});
+    let r = exfil(
+        &rt,
+        "acme",
+        json!([
+            head(w.audience.url("/echo")),
+            head(described.url("/d")),
+            fetch(w.audience.url("/get")),
+        ]),
+    )
+    .await;
+    let saw = saw(&r);
+    let carried = Some(format!("Bearer {API}"));
+    assert_eq!(authorizations(&w.audience), vec![carried.clone(), carried]);
+    assert_eq!(w.audience.requests()[0].line, "HEAD /echo HTTP/1.1");
+    assert_eq!(saw[0]["status"], 200, "{}", saw[0]);
+    assert_eq!(header(&saw[0], "content-length"), None, "{}", saw[0]);
+    for name in [
+        "content-length",
+        "content-range",
+        "etag",
+        "content-md5",
+        "digest",
+        "content-digest",
+        "repr-digest",
+    ] {
+        assert_eq!(header(&saw[1], name), None, "{name}: {}", saw[1]);
+    }
+    assert_eq!(header(&saw[1], "x-kept"), Some("1"), "{}", saw[1]);
+    let len = header(&saw[2], "content-length").map(|l| l.parse::<u64>().unwrap());
+    assert_eq!(len, saw[2]["bodyLength"].as_u64(), "{}", saw[2]);
 }
