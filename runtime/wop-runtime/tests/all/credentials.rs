@@ -902,3 +902,50 @@ async fn a_credentialed_answer_never_tells_the_credential_length() {
     let len = header(&saw[2], "content-length").map(|l| l.parse::<u64>().unwrap());
     assert_eq!(len, saw[2]["bodyLength"].as_u64(), "{}", saw[2]);
 }
+
+/// Issue 33 item 6: a pack cannot choose the trace context a destination
+/// sees. `traceparent`, `tracestate` and other tracers' propagation
+/// headers set by the pack are refused (`trace-context`) and never sent;
+/// the destination receives only the host's own `traceparent` (`baggage`
+/// parents nothing and passes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pack_cannot_choose_the_trace_context_a_destination_sees() {
+    const PACK_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let w = World::start().await;
+    let collector = Server::start(Mode::Ok).await;
+    let rt = runtime_traced(&w.policy("", ""), None, Some(&collector)).await;
+    let r = exfil(
+        &rt,
+        "acme",
+        json!([
+            fetch_with(
+                w.outsider.url("/tp"),
+                json!({"traceparent": format!("00-{PACK_TRACE}-00f067aa0ba902b7-01")})
+            ),
+            fetch_with(w.outsider.url("/ts"), json!({"tracestate": "pack=chosen"})),
+            fetch_with(
+                w.outsider.url("/b3"),
+                json!({"b3": format!("{PACK_TRACE}-00f067aa0ba902b7-1")})
+            ),
+            fetch_with(w.outsider.url("/xb3"), json!({"X-B3-TraceId": PACK_TRACE})),
+            fetch_with(w.outsider.url("/bag"), json!({"baggage": "k=v"})),
+        ]),
+    )
+    .await;
+    let saw = saw(&r);
+    for s in &saw[..4] {
+        assert_eq!(s["error"]["code"], "egress_denied", "{s}");
+        assert_eq!(s["error"]["details"]["reason"], "trace-context", "{s}");
+    }
+    assert_eq!(saw[4]["status"], 200, "{}", saw[4]);
+    let got = w.outsider.requests();
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].line, "GET /bag HTTP/1.1");
+    assert_eq!(got[0].headers["baggage"], "k=v");
+    let tp = &got[0].headers["traceparent"];
+    assert!(
+        tp.starts_with("00-") && !tp.contains(PACK_TRACE),
+        "the host's own context: {tp}"
+    );
+    assert!(!got[0].headers.contains_key("tracestate"));
+}
