@@ -182,7 +182,8 @@ fn not_plain(plan: &mut Plan, c: &Arc<Credential>, path: &str) {
         .err()
         .map_or("an unusual form", |w| w.describe());
     let message = format!(
-        "credential `{}` is not attached: its audience is a path prefix, and this path has {why},          which a decoding server or proxy may read as a path outside it; request the plain path",
+        "credential `{}` is not attached: its audience is a path prefix, and this path has {why}, \
+         which a decoding server or proxy may read as a path outside it; request the plain path",
         c.id()
     );
     out_of_audience(plan, c, reason::POLICY_DENIED, message);
