@@ -24,6 +24,8 @@ pub enum Mode {
     /// Write these bytes verbatim as the whole response, then close
     /// (redirects, 101, bodies without a length, ...).
     Raw(String),
+    /// As `Raw`, for bytes that are not text (a compressed body).
+    RawBytes(Vec<u8>),
     /// 200 with `{"line": <request line>, "headers": {<every request
     /// header>}}`: an endpoint that reflects what it was sent.
     EchoHeaders,
@@ -119,6 +121,11 @@ impl Server {
                         ),
                         Mode::Raw(raw) => {
                             let _ = sock.write_all(raw.as_bytes()).await;
+                            let _ = sock.shutdown().await;
+                            return;
+                        }
+                        Mode::RawBytes(raw) => {
+                            let _ = sock.write_all(&raw).await;
                             let _ = sock.shutdown().await;
                             return;
                         }

@@ -5,8 +5,14 @@
 //! the cap lines are dropped and counted, and one marker event at the end
 //! says how much was dropped. A single line longer than the line cap is cut
 //! with a marker. A partial line (no newline yet) is bounded the same way.
+//!
+//! Of a credentialed invocation ([`LogBuffer::set_redact`]) every event is
+//! redacted as it is kept, whatever added it and whenever: an audit event
+//! built after a call's result was redacted (a redirect hop's
+//! `egress.decided`) is covered as well as a log line.
 
 use crate::events::{Event, LogLevel, LogStream};
+use crate::secrets::{Credentials, redact};
 use serde_json::Value;
 
 /// Most events kept per invocation.
@@ -59,6 +65,8 @@ pub struct LogBuffer {
     stdout: Partial,
     stderr: Partial,
     tap: Option<Tap>,
+    /// The invocation's credentials: taken out of every kept event.
+    redact: Credentials,
 }
 
 #[derive(Debug, Default)]
@@ -86,7 +94,15 @@ impl LogBuffer {
             stdout: Partial::default(),
             stderr: Partial::default(),
             tap: None,
+            redact: Credentials::default(),
         }
+    }
+
+    /// Takes the values of `creds` (the invocation's credentials) out of
+    /// every event kept from now on, before the tap or the report sees it
+    /// ([`redact::event`]). By default (none) events are kept as they are.
+    pub fn set_redact(&mut self, creds: Credentials) {
+        self.redact = creds;
     }
 
     /// Sends every event kept from now on to `tap` as well. The events it
@@ -98,6 +114,7 @@ impl LogBuffer {
 
     /// Appends a kept event and shows it to the tap.
     fn keep(&mut self, event: Event) {
+        let event = redact::event(&self.redact, event);
         if let Some(t) = &self.tap {
             (t.0)(&event);
         }
@@ -407,6 +424,43 @@ mod tests {
         assert_eq!(messages(&seen), vec!["first"]);
         assert_eq!(all.len(), 2);
         assert_eq!(all[..1], seen[..]);
+    }
+
+    #[test]
+    fn a_credentialed_buffer_redacts_every_event_before_the_tap() {
+        use crate::secrets::{Credential, SecretSpec};
+        use std::sync::{Arc, Mutex};
+        let spec = SecretSpec {
+            value: Some("env:X".into()),
+            audiences: vec!["api.example.com".into()],
+            ..Default::default()
+        };
+        let value = zeroize::Zeroizing::new("sk-test-API-7f3a9c1e5b".to_owned());
+        let c = Credential::new("api", &spec, value).expect("credential");
+        let mut b = LogBuffer::new(1000, 1000);
+        b.set_redact(Credentials::new(vec![Arc::new(c)]));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        b.set_tap(Some(Tap::new(move |e| {
+            if let Ok(mut v) = s.lock() {
+                v.push(e.clone());
+            }
+        })));
+        b.record(Event::EgressDecided {
+            decision: "denied".into(),
+            destination: "sk-test-api-7f3a9c1e5b.invalid:1".into(),
+            reason: "policy-denied".into(),
+            credential_id: None,
+            cause: Some("scheme".into()),
+        });
+        b.log(LogLevel::Info, "key SK-TEST-API-7F3A9C1E5B", None);
+        b.write(LogStream::Stdout, b"sk-test-API-7f3a9c1e5b\n");
+        let all = b.finish();
+        assert_eq!(all, *seen.lock().expect("lock"));
+        assert_eq!(all.len(), 3);
+        let text = serde_json::to_string(&all).expect("json");
+        assert!(!text.to_ascii_lowercase().contains("7f3a9c1e5b"), "{text}");
+        assert_eq!(text.matches("[redacted:api]").count(), 3, "{text}");
     }
 
     #[test]

@@ -208,7 +208,7 @@ pub(crate) async fn fetch(
             .events
             .push(Decision::credential(target.authority(), d).event());
     }
-    let reason = plan.last_reason();
+    let reason = plan.refusal_reason();
     if let Some(message) = plan.refused {
         let err = GateError {
             kind: GateErrorKind::Forbidden,

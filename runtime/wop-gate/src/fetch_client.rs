@@ -323,7 +323,7 @@ impl ToolProvider for GuardedFetch {
                     for d in &plan.decisions {
                         self.decide(Decision::credential(t.authority(), d));
                     }
-                    let reason = plan.last_reason();
+                    let reason = plan.refusal_reason();
                     if let Some(message) = plan.refused {
                         let d = Denial::denied(reason, message);
                         return Err(answered(&d, &t.authority(), hop));
@@ -352,6 +352,7 @@ impl ToolProvider for GuardedFetch {
                 destination: &destination,
                 hop,
                 credentialed: !attached.is_empty(),
+                head: method == reqwest::Method::HEAD,
                 redact: &self.plan.redact,
             };
             return read_response(resp, read).await;
@@ -390,6 +391,58 @@ fn with_credentials(
     out
 }
 
+/// The header of a credentialed answer whose body is encoded in a way
+/// redaction cannot see through: a `Content-Encoding` other than
+/// `identity`, or a `Transfer-Encoding` coding other than `chunked` (the
+/// framing, undone by the client) — in **any** instance of either header
+/// and any element of a list (`identity` then `gzip`; `gzip, chunked`).
+fn encoded(headers: &reqwest::header::HeaderMap) -> Option<&'static str> {
+    let checks: [(reqwest::header::HeaderName, &'static str, &[&str]); 2] = [
+        (
+            reqwest::header::CONTENT_ENCODING,
+            "Content-Encoding",
+            &["identity"],
+        ),
+        (
+            reqwest::header::TRANSFER_ENCODING,
+            "Transfer-Encoding",
+            &["chunked", "identity"],
+        ),
+    ];
+    for (name, shown, plain) in checks {
+        for v in headers.get_all(&name) {
+            let Ok(text) = v.to_str() else {
+                return Some(shown);
+            };
+            for coding in text.split(',') {
+                // Parameters (`;q=…`) do not change the coding.
+                let coding = coding.split(';').next().unwrap_or("").trim();
+                if !coding.is_empty() && !plain.iter().any(|p| p.eq_ignore_ascii_case(coding)) {
+                    return Some(shown);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Headers of a credentialed (or redacted) answer that describe a body
+/// other than the one returned — its length or a digest of it — are taken
+/// out, so neither tells the pack a credential's length or lets it test a
+/// guess: `Content-Length` stays only if it is the returned body's length
+/// (a `HEAD` answer's goes), `Content-Range` and the digests
+/// (`Content-MD5`, `Digest`, `Content-Digest`, `Repr-Digest`) always go,
+/// and `ETag` goes when the body was redacted or not returned (`HEAD`).
+fn describes_only_what_is_returned(headers: &mut Vec<Value>, len: usize, altered: bool) {
+    let len = len.to_string();
+    headers.retain(|h| match h[0].as_str().unwrap_or("") {
+        "content-length" => h[1].as_str() == Some(len.as_str()),
+        "content-range" | "content-md5" | "digest" | "content-digest" | "repr-digest" => false,
+        "etag" => !altered,
+        _ => true,
+    });
+}
+
 /// How to read one response.
 struct Read<'a> {
     cap: u64,
@@ -397,6 +450,8 @@ struct Read<'a> {
     hop: u32,
     /// A credential went with the request.
     credentialed: bool,
+    /// The request was a `HEAD`: the headers describe a body not returned.
+    head: bool,
     /// Taken out of the status line's headers and the body.
     redact: &'a Credentials,
 }
@@ -422,18 +477,18 @@ async fn read_response(mut resp: reqwest::Response, r: Read<'_>) -> Result<Value
         return Err(too_large(n));
     }
     let status = resp.status().as_u16();
-    let encoding = resp
-        .headers()
-        .get(reqwest::header::CONTENT_ENCODING)
-        .map(|v| v.as_bytes().to_ascii_lowercase());
-    if r.credentialed && encoding.is_some_and(|e| e != b"identity") {
+    if r.credentialed
+        && let Some(header) = encoded(resp.headers())
+    {
         let d = Denial::denied(
             "encoded-response",
             format!(
-                "{destination} answered a credentialed request with an encoded body; the host \
-                 cannot check it for the credential, so it is not returned"
+                "{destination} answered a credentialed request with an encoded body \
+                 ({header} other than identity); the host cannot check it for the credential, \
+                 so it is not returned"
             ),
-        );
+        )
+        .with(json!({"header": header}));
         return Err(answered(&d, destination, hop));
     }
     let mut headers: Vec<Value> = resp
@@ -461,16 +516,21 @@ async fn read_response(mut resp: reqwest::Response, r: Read<'_>) -> Result<Value
             }
         }
     }
+    let mut redacted = false;
     if !r.redact.is_empty()
         && let Some(clean) = redact::bytes(r.redact, &body)
     {
         body = clean;
+        redacted = true;
         // The original length would tell the pack the value's length.
         for h in &mut headers {
             if h[0] == "content-length" {
                 h[1] = Value::String(body.len().to_string());
             }
         }
+    }
+    if r.credentialed || redacted {
+        describes_only_what_is_returned(&mut headers, body.len(), redacted || r.head);
     }
     for h in &mut headers {
         redact::value(r.redact, h);

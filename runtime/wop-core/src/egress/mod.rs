@@ -15,6 +15,7 @@
 pub mod addr;
 pub mod allow;
 pub mod host;
+pub mod plain;
 
 pub use allow::{AllowList, Pattern, Scheme};
 
@@ -415,11 +416,36 @@ const REFUSED_HEADERS: &[&str] = &[
     "idempotency-key",
 ];
 
+/// Trace-context headers a pack may not set: the host carries the call's
+/// own context on (W3C `traceparent`/`tracestate`, when traces are on),
+/// and a context the pack chose — in these or in another tracer's
+/// propagation format (B3, Jaeger, Datadog, Google, AWS X-Ray, gRPC) —
+/// would make the destination's tracer parent its work under a trace of
+/// the pack's choosing. `baggage` parents nothing and stays allowed.
+const TRACE_HEADERS: &[&str] = &[
+    "traceparent",
+    "tracestate",
+    "b3",
+    "uber-trace-id",
+    "x-cloud-trace-context",
+    "grpc-trace-bin",
+    "x-amzn-trace-id",
+];
+
+/// Prefixes of trace-context header families ([`TRACE_HEADERS`]).
+const TRACE_HEADER_PREFIXES: &[&str] = &["x-b3-", "x-datadog-"];
+
+/// Whether `name` (lowercase) is a trace-context header.
+pub fn is_trace_header(name: &str) -> bool {
+    TRACE_HEADERS.contains(&name) || TRACE_HEADER_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
 /// Checked request headers.
 pub type Headers = Vec<(http::header::HeaderName, http::header::HeaderValue)>;
 
 /// Checks the pack's headers; any refused or malformed header refuses the
-/// whole request (`reason: header`).
+/// whole request (`reason: header`; a trace-context header,
+/// `reason: trace-context`).
 pub fn check_headers(headers: &[(String, String)]) -> Result<Headers, Denial> {
     if headers.len() > 64 {
         return Err(Denial::denied("header", "more than 64 request headers"));
@@ -431,6 +457,17 @@ pub fn check_headers(headers: &[(String, String)]) -> Result<Headers, Denial> {
             return Err(Denial::denied(
                 "header",
                 format!("header `{}` may not be set by a pack", cut(name)),
+            )
+            .with(json!({"header": lower})));
+        }
+        if is_trace_header(&lower) {
+            return Err(Denial::denied(
+                "trace-context",
+                format!(
+                    "header `{}` may not be set by a pack: the host sends the call's own trace \
+                     context (`traceparent`) itself",
+                    cut(name)
+                ),
             )
             .with(json!({"header": lower})));
         }
@@ -501,7 +538,7 @@ impl Decision {
             verdict: d.verdict,
             destination,
             reason: d.reason,
-            cause: None,
+            cause: d.cause,
             credential_id: d.credential_id.clone(),
         }
     }

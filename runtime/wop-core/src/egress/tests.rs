@@ -105,6 +105,26 @@ fn headers_and_methods() {
         );
     }
     assert!(check_headers(&h("x-a", "line\r\nInjected: 1")).is_err());
+    // Trace context is the host's to send.
+    let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    for bad in [
+        "traceparent",
+        "TraceParent",
+        "tracestate",
+        "b3",
+        "X-B3-TraceId",
+        "x-b3-parentspanid",
+        "uber-trace-id",
+        "x-datadog-trace-id",
+        "x-cloud-trace-context",
+        "grpc-trace-bin",
+        "x-amzn-trace-id",
+    ] {
+        let d = check_headers(&h(bad, tp)).unwrap_err();
+        assert_eq!(d.reason, "trace-context", "{bad}");
+        assert_eq!(d.extra["header"], bad.to_ascii_lowercase());
+    }
+    assert!(check_headers(&h("baggage", "k=v")).is_ok());
     for ok in ["get", "HEAD", "post", "PUT", "patch", "DELETE", "OPTIONS"] {
         assert!(check_method(ok).is_ok(), "{ok}");
     }

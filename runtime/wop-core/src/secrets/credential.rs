@@ -2,7 +2,7 @@
 //! use. The value lives in zeroed-on-drop memory, is never printed by
 //! `Debug`, and leaves this type only as the header it is attached as.
 
-use super::audience::Audience;
+use super::audience::{Audience, Fit};
 use super::{OutOfAudience, SecretSpec};
 use crate::egress::allow::Dest;
 use base64::Engine as _;
@@ -147,8 +147,10 @@ impl Credential {
             Attach::Header(_) => v.to_owned(),
         });
         let mut needles: Vec<Zeroizing<Vec<u8>>> = Vec::new();
+        // Kept ASCII-lowercase: redaction matches in any ASCII case.
         let mut add = |s: String| {
             let s = Zeroizing::new(s.into_bytes());
+            let s = Zeroizing::new(s.to_ascii_lowercase());
             if s.len() >= 6 && !needles.iter().any(|n| **n == *s) {
                 needles.push(s);
             }
@@ -210,7 +212,22 @@ impl Credential {
     /// Whether a safe-fetch request to `dest` with URL path `path` is in
     /// its audience.
     pub fn in_audience(&self, dest: &Dest<'_>, path: &str) -> bool {
-        self.audiences.iter().any(|a| a.matches(dest, path))
+        self.audience_fit(dest, path) == Fit::In
+    }
+
+    /// How a safe-fetch request to `dest` with URL path `path` fits its
+    /// audiences: [`Fit::In`] if one takes it; else [`Fit::NotPlain`] if one
+    /// would but for a path that is not plain; else [`Fit::Out`].
+    pub fn audience_fit(&self, dest: &Dest<'_>, path: &str) -> Fit {
+        let mut fit = Fit::Out;
+        for a in &self.audiences {
+            match a.fit(dest, path) {
+                Fit::In => return Fit::In,
+                Fit::NotPlain => fit = Fit::NotPlain,
+                Fit::Out => {}
+            }
+        }
+        fit
     }
 
     /// Whether calls of `tool_id` carry it: an HTTP tool it lists, or a
@@ -235,7 +252,8 @@ impl Credential {
 
     /// The byte strings replaced in responses: the value and its common
     /// encodings (base64, base64url, percent- and JSON-escaped, the
-    /// password of a basic credential), longest first.
+    /// password of a basic credential), ASCII-lowercase (matched in any
+    /// case), longest first.
     pub fn needles(&self) -> impl Iterator<Item = &[u8]> {
         self.needles.iter().map(|n| n.as_slice())
     }

@@ -6,8 +6,10 @@
 //! allows it, sent without it); a redirect never carries one to another
 //! origin.
 
+use super::audience::Fit;
 use super::{Credential, Credentials, OutOfAudience};
 use crate::egress::allow::Dest;
+use crate::egress::plain;
 use std::sync::Arc;
 
 /// The request header a pack names credentials with (comma-separated ids).
@@ -28,6 +30,14 @@ pub mod reason {
     pub const PROVENANCE_UNEVALUABLE: &str = "provenance-unevaluable";
     /// The operator's policy refused the destination.
     pub const POLICY_DENIED: &str = "policy-denied";
+}
+
+/// Our finer causes of a credential decision (`egress.decided.cause`, and
+/// the error's `details.reason` when it refuses the request).
+pub mod cause {
+    /// The audience has a path prefix and the request's path starts with
+    /// it, but is not plain ([`crate::egress::plain`]).
+    pub const PATH_NOT_PLAIN: &str = "path-not-plain";
 }
 
 /// `egress.decided.decision`.
@@ -61,6 +71,8 @@ pub struct CredentialDecision {
     pub credential_id: Option<String>,
     /// From [`reason`].
     pub reason: &'static str,
+    /// From [`cause`], when finer than the reason.
+    pub cause: Option<&'static str>,
 }
 
 /// What goes with one request.
@@ -80,6 +92,7 @@ impl Plan {
             verdict,
             credential_id: id.map(str::to_owned),
             reason,
+            cause: None,
         });
     }
 
@@ -94,6 +107,15 @@ impl Plan {
         self.decisions
             .last()
             .map_or(reason::POLICY_DENIED, |d| d.reason)
+    }
+
+    /// What a refusal's error names as `details.reason`: the last
+    /// decision's cause if it has one, else its reason.
+    pub fn refusal_reason(&self) -> &'static str {
+        self.decisions
+            .last()
+            .and_then(|d| d.cause)
+            .unwrap_or_else(|| self.last_reason())
     }
 
     /// Attaches `c` (`allowed`), or refuses the request if it expired
@@ -151,6 +173,25 @@ fn out_of_audience(plan: &mut Plan, c: &Arc<Credential>, reason: &'static str, m
     }
 }
 
+/// A credential whose audience would take the request but for its path,
+/// which is not plain: never attached; the request is refused, or sent
+/// without it where the operator downgrades (`policy-denied`, cause
+/// `path-not-plain`), named or not.
+fn not_plain(plan: &mut Plan, c: &Arc<Credential>, path: &str) {
+    let why = plain::check(path)
+        .err()
+        .map_or("an unusual form", |w| w.describe());
+    let message = format!(
+        "credential `{}` is not attached: its audience is a path prefix, and this path has {why}, \
+         which a decoding server or proxy may read as a path outside it; request the plain path",
+        c.id()
+    );
+    out_of_audience(plan, c, reason::POLICY_DENIED, message);
+    if let Some(d) = plan.decisions.last_mut() {
+        d.cause = Some(cause::PATH_NOT_PLAIN);
+    }
+}
+
 /// The first request of a safe-fetch to `dest` (URL path `path`). With no
 /// credential named, every in-audience credential goes; with names, only
 /// those, and a named one outside its audience is refused or downgraded.
@@ -179,7 +220,15 @@ pub fn first_request(
         if !named.is_empty() && !is_named {
             continue;
         }
-        if !c.in_audience(dest, path) {
+        let fit = c.audience_fit(dest, path);
+        if fit == Fit::NotPlain {
+            not_plain(&mut plan, c, path);
+            if plan.refused.is_some() {
+                return plan;
+            }
+            continue;
+        }
+        if fit == Fit::Out {
             if is_named {
                 let message = format!(
                     "credential `{}` may not be sent to this destination (it is outside the \
@@ -212,7 +261,15 @@ pub fn hop(
 ) -> Plan {
     let mut plan = Plan::default();
     for c in attached {
-        if !same_origin || !c.in_audience(dest, path) {
+        let fit = c.audience_fit(dest, path);
+        if same_origin && fit == Fit::NotPlain {
+            not_plain(&mut plan, c, path);
+            if plan.refused.is_some() {
+                return plan;
+            }
+            continue;
+        }
+        if !same_origin || fit != Fit::In {
             let why = if same_origin {
                 reason::OUT_OF_AUDIENCE
             } else {

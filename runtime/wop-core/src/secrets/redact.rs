@@ -4,20 +4,27 @@
 //! one of its common encodings ([`super::Credential::needles`]), is
 //! replaced by `[redacted:<id>]` before the pack, the effect store or an
 //! event sees it.
+//!
+//! Matching ignores ASCII case: a value that comes back as (part of) a
+//! host name has been lowercased by the URL parser on the way
+//! (`Location: ftp://<value>.invalid/` is reported as a lowercase
+//! destination), and a lowercased credential is still the credential.
 
 use super::Credentials;
+use crate::events::{Event, LogLevel, LogStream};
 use serde_json::Value;
 
-/// Replaces every occurrence of `needle` in `hay`; `None` if there is none.
-/// Linear in `hay` whatever the needle (two-way search), so a hostile
-/// body cannot make it quadratic.
-fn replace(hay: &[u8], needle: &[u8], marker: &[u8]) -> Option<Vec<u8>> {
+/// Replaces every ASCII-case-insensitive occurrence of `needle` (ASCII
+/// lowercase) in `hay`, whose lowercase form is `folded`; `None` if there
+/// is none. Linear in `hay` whatever the needle (two-way search), so a
+/// hostile body cannot make it quadratic.
+fn replace(hay: &[u8], folded: &[u8], needle: &[u8], marker: &[u8]) -> Option<Vec<u8>> {
     if needle.is_empty() {
         return None;
     }
     let mut out: Option<Vec<u8>> = None;
     let mut copied = 0;
-    for i in memchr::memmem::find_iter(hay, needle) {
+    for i in memchr::memmem::find_iter(folded, needle) {
         let o = out.get_or_insert_with(|| Vec::with_capacity(hay.len()));
         o.extend_from_slice(&hay[copied..i]);
         o.extend_from_slice(marker);
@@ -28,14 +35,19 @@ fn replace(hay: &[u8], needle: &[u8], marker: &[u8]) -> Option<Vec<u8>> {
     Some(o)
 }
 
-/// `data` with every credential occurrence replaced; `None` if it held none.
+/// `data` with every credential occurrence replaced, in any ASCII case;
+/// `None` if it held none.
 pub fn bytes(creds: &Credentials, data: &[u8]) -> Option<Vec<u8>> {
     let mut current: Option<Vec<u8>> = None;
+    // The lowercase form of what is searched, refreshed after a
+    // replacement (ASCII folding keeps every offset).
+    let mut folded = data.to_ascii_lowercase();
     for c in creds.iter() {
         let marker = c.marker();
         for n in c.needles() {
             let hay = current.as_deref().unwrap_or(data);
-            if let Some(r) = replace(hay, n, marker.as_bytes()) {
+            if let Some(r) = replace(hay, &folded, n, marker.as_bytes()) {
+                folded = r.to_ascii_lowercase();
                 current = Some(r);
             }
         }
@@ -85,6 +97,32 @@ pub fn value(creds: &Credentials, v: &mut Value) -> bool {
     }
 }
 
+/// `event` with every credential occurrence replaced in every string it
+/// holds (every field of every kind, so an event added later is covered
+/// too). An event that would no longer be valid once redacted (a value
+/// that is also a closed-vocabulary word) is withheld: a runtime warning
+/// takes its place.
+pub fn event(creds: &Credentials, event: Event) -> Event {
+    if creds.is_empty() {
+        return event;
+    }
+    let withheld = || Event::LogAppended {
+        level: LogLevel::Warn,
+        message: "[wop] an event was withheld: it held a credential value that could not be \
+                  redacted from it"
+            .to_owned(),
+        fields: None,
+        stream: LogStream::Runtime,
+    };
+    let Ok(mut v) = serde_json::to_value(&event) else {
+        return withheld();
+    };
+    if !value(creds, &mut v) {
+        return event;
+    }
+    serde_json::from_value(v).unwrap_or_else(|_| withheld())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +161,50 @@ mod tests {
         let out = bytes(&c, body).unwrap();
         assert!(!String::from_utf8_lossy(&out).contains("abc+def"));
         assert!(bytes(&c, b"nothing here").is_none());
+    }
+
+    #[test]
+    fn events_of_every_kind_are_redacted() {
+        let c = creds("bearer", "sk-test-API-7f3a9c1e5b");
+        let e = event(
+            &c,
+            Event::EgressDecided {
+                decision: "denied".into(),
+                destination: "sk-test-api-7f3a9c1e5b.invalid:1".into(),
+                reason: "policy-denied".into(),
+                credential_id: None,
+                cause: Some("scheme".into()),
+            },
+        );
+        let s = serde_json::to_string(&e).unwrap();
+        assert!(!s.to_ascii_lowercase().contains("7f3a9c1e5b"), "{s}");
+        assert!(s.contains("[redacted:k].invalid:1"), "{s}");
+        // Untouched when there is nothing to take out.
+        let plain = Event::LogAppended {
+            level: LogLevel::Info,
+            message: "hello".into(),
+            fields: Some(serde_json::json!({"a": 1})),
+            stream: LogStream::Log,
+        };
+        assert_eq!(event(&c, plain.clone()), plain);
+    }
+
+    #[test]
+    fn any_ascii_case_is_replaced() {
+        let c = creds("bearer", "sk-test-API-7f3a9c1e5b");
+        for echoed in [
+            "ftp://sk-test-api-7f3a9c1e5b.invalid:1/",
+            "SK-TEST-API-7F3A9C1E5B",
+            "x sK-tEsT-aPi-7F3a9C1e5B y",
+        ] {
+            let r = string(&c, echoed).unwrap();
+            assert!(!r.to_ascii_lowercase().contains("7f3a9c1e5b"), "{r}");
+            assert!(r.contains("[redacted:k]"), "{r}");
+        }
+        assert_eq!(
+            string(&c, "a SK-TEST-API-7F3A9C1E5B b").as_deref(),
+            Some("a [redacted:k] b")
+        );
     }
 
     #[test]

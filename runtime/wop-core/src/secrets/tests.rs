@@ -213,6 +213,54 @@ fn first_request_attaches_in_audience_and_refuses_named_outsiders() {
 }
 
 #[test]
+fn a_path_prefix_audience_is_never_attached_to_a_path_that_is_not_plain() {
+    let v1 = cred("v1", "audiences = [\"api.example.com/v1\"]");
+    let loose = cred(
+        "loose",
+        "audiences = [\"api.example.com/v1\"]\nattach = \"header:x-api-key\"\noutOfAudience = \"downgrade\"",
+    );
+    let api = dest("api.example.com");
+    let d = at(&api, Scheme::Https, 443);
+    for raw in [
+        "/v1/..%2Fadmin%2Fx",
+        "/v1/..;/admin/x",
+        "/v1/%5C..%5Cadmin/x",
+    ] {
+        // Unnamed or named, deny: refused, with its own cause.
+        for named in [vec![], vec!["v1".to_owned()]] {
+            let creds = Credentials::new(vec![v1.clone()]);
+            let p = decide::first_request(&creds, &named, &d, raw, 0);
+            assert!(p.attach.is_empty(), "{raw}");
+            assert!(p.refused.is_some(), "{raw}");
+            let last = p.decisions.last().unwrap();
+            assert_eq!(
+                (last.verdict, last.reason, last.cause),
+                (
+                    Verdict::Denied,
+                    reason::POLICY_DENIED,
+                    Some(decide::cause::PATH_NOT_PLAIN)
+                ),
+                "{raw}"
+            );
+            assert_eq!(p.refusal_reason(), "path-not-plain");
+        }
+        // Downgrade: sent without it.
+        let creds = Credentials::new(vec![loose.clone()]);
+        let p = decide::first_request(&creds, &[], &d, raw, 0);
+        assert!(p.attach.is_empty() && p.refused.is_none(), "{raw}");
+        assert_eq!(p.decisions[0].verdict, Verdict::Downgraded);
+        // A same-origin redirect to it: not carried.
+        let p = decide::hop(std::slice::from_ref(&v1), true, &d, raw, 0);
+        assert!(p.attach.is_empty() && p.refused.is_some(), "{raw}");
+        assert_eq!(p.refusal_reason(), "path-not-plain");
+    }
+    let creds = Credentials::new(vec![v1.clone()]);
+    let p = decide::first_request(&creds, &[], &d, "/v1/admin/x", 0);
+    assert_eq!(p.attach.len(), 1);
+    assert_eq!(p.refusal_reason(), "ok");
+}
+
+#[test]
 fn expired_credentials_are_denied_and_hops_keep_them_on_origin_only() {
     let old = cred(
         "old",

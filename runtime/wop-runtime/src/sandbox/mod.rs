@@ -116,13 +116,16 @@ impl Sandbox {
     /// run's: [`RunEnv::seed`]) and allowed `grants`.
     pub(crate) fn new(env: &RunEnv<'_>, seed: &Seed, grants: Grants) -> Self {
         let limits = env.limits;
+        let mut log = LogBuffer::new(
+            usize::try_from(limits.log_bytes).unwrap_or(usize::MAX),
+            usize::try_from(limits.log_line_bytes).unwrap_or(usize::MAX),
+        );
+        // Every event of a credentialed invocation, whatever adds it.
+        log.set_redact(env.credentials.clone());
         Self {
             limits,
             limiter: Limiter::new(&limits),
-            log: Arc::new(Mutex::new(LogBuffer::new(
-                usize::try_from(limits.log_bytes).unwrap_or(usize::MAX),
-                usize::try_from(limits.log_line_bytes).unwrap_or(usize::MAX),
-            ))),
+            log: Arc::new(Mutex::new(log)),
             rng: ReplayRng::new(seed.derive("openwop:random")),
             clock: ReplayClock::new(seed),
             host_calls: Vec::new(),

@@ -65,7 +65,13 @@ impl World {
     /// The policy; `api_extra` goes into `[secrets.api]`, `mcp` is an
     /// `[mcp.servers.py]` body (or empty).
     fn policy(&self, api_extra: &str, mcp: &str) -> String {
+        self.policy_with(api_extra, mcp, &[])
+    }
+
+    /// The policy, with `more` audiences for `[secrets.api]`.
+    fn policy_with(&self, api_extra: &str, mcp: &str, more: &[String]) -> String {
         let origin = |s: &Server| format!("\"http://{}\"", s.addr);
+        let more: String = more.iter().map(|a| format!(", \"{a}\"")).collect();
         let mcp_grant = if mcp.is_empty() {
             ""
         } else {
@@ -105,7 +111,7 @@ safetyTier = "read"
 {mcp_section}
 [secrets.api]
 value = "file:{api_file}"
-audiences = [{aud}, {redir}, {enc}]
+audiences = [{aud}, {redir}, {enc}{more}]
 tools = ["creds:echo", "creds:reject"]
 {mcp_secret}
 {api_extra}
@@ -613,4 +619,334 @@ async fn mcp_over_http_carries_the_credential_and_its_echo_is_redacted() {
         1,
         "only the call through `py` carried it: {out}"
     );
+}
+
+/// Whether `haystack` holds a credential value in any ASCII case: a URL
+/// parser lowercases a value that comes back as a host name.
+fn assert_absent_any_case(what: &str, haystack: &[u8]) {
+    let hay = haystack.to_ascii_lowercase();
+    for value in [API, ACME, GLOBEX] {
+        let v = value.to_ascii_lowercase();
+        let found = hay.windows(v.len()).any(|w| w == v.as_bytes());
+        assert!(
+            !found,
+            "{what} contains the credential value {value} (in some case)"
+        );
+    }
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+/// The value of response header `name` in what the pack saw.
+fn header<'a>(saw: &'a Value, name: &str) -> Option<&'a str> {
+    saw["headers"]
+        .as_array()?
+        .iter()
+        .find(|h| h[0] == name)
+        .and_then(|h| h[1].as_str())
+}
+
+/// Issue 33 item 2: an answer the host cannot search for the credential (a
+/// compressed one) is refused whichever header says so, in whichever
+/// instance and list element: `Transfer-Encoding: gzip, chunked`, or
+/// `Content-Encoding: identity` followed by `Content-Encoding: gzip`.
+/// Chunked framing alone is no encoding: that answer is read and redacted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credentialed_answer_under_any_encoding_is_refused() {
+    // Long and repetitive enough that deflate compresses rather than
+    // storing it.
+    let echoed = format!(
+        "{{\"authorization\":\"Bearer {API}\",\"pad\":\"{}\"}}",
+        "ab".repeat(200)
+    );
+    let packed = gzip(echoed.as_bytes());
+    // Compressed, the echo hides the value from a byte search.
+    assert!(!packed.windows(API.len()).any(|w| w == API.as_bytes()));
+    let mut te = format!(
+        "HTTP/1.1 200 OK\r\ntransfer-encoding: gzip, chunked\r\nconnection: close\r\n\r\n{:x}\r\n",
+        packed.len()
+    )
+    .into_bytes();
+    te.extend_from_slice(&packed);
+    te.extend_from_slice(b"\r\n0\r\n\r\n");
+    let mut ce = format!(
+        "HTTP/1.1 200 OK\r\ncontent-encoding: identity\r\ncontent-encoding: gzip\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        packed.len()
+    )
+    .into_bytes();
+    ce.extend_from_slice(&packed);
+    let chunked = format!(
+        "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ncontent-encoding: identity\r\nconnection: close\r\n\r\n{:x}\r\n{echoed}\r\n0\r\n\r\n",
+        echoed.len()
+    );
+    let te = Server::start(Mode::RawBytes(te)).await;
+    let ce = Server::start(Mode::RawBytes(ce)).await;
+    let chunked = Server::start(Mode::Raw(chunked)).await;
+    let w = World::start().await;
+    let more: Vec<String> = [&te, &ce, &chunked]
+        .iter()
+        .map(|s| format!("http://{}", s.addr))
+        .collect();
+    let rt = runtime_with(&w.policy_with("", "", &more), None).await;
+    let r = exfil(
+        &rt,
+        "acme",
+        json!([
+            fetch(te.url("/te")),
+            fetch(ce.url("/ce")),
+            fetch(chunked.url("/chunked"))
+        ]),
+    )
+    .await;
+    let saw = saw(&r);
+    // Each request carried the credential...
+    for s in [&te, &ce, &chunked] {
+        assert_eq!(authorizations(s), vec![Some(format!("Bearer {API}"))]);
+    }
+    // ...and neither compressed answer came back.
+    for (i, header) in [(0, "Transfer-Encoding"), (1, "Content-Encoding")] {
+        assert_eq!(saw[i]["error"]["code"], "egress_denied", "{}", saw[i]);
+        assert_eq!(
+            saw[i]["error"]["details"]["reason"], "encoded-response",
+            "{}",
+            saw[i]
+        );
+        assert_eq!(saw[i]["error"]["details"]["header"], header, "{}", saw[i]);
+    }
+    assert_eq!(saw[2]["status"], 200, "{}", saw[2]);
+    assert!(
+        saw[2]["body"]
+            .as_str()
+            .unwrap()
+            .contains("Bearer [redacted:api]"),
+        "{}",
+        saw[2]
+    );
+    assert_absent("the outcome", format!("{:?}", r.outcome).as_bytes());
+}
+
+/// Issue 33 item 3: with an audience path prefix of `/v1`, a path that
+/// starts with `/v1/` but is not plain — which a decoding server or proxy
+/// serves as `/admin/x` — never gets the credential: the request is
+/// refused (`path-not-plain`), named or not. The plain path inside the
+/// prefix gets it; a path outside it goes without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_prefix_audience_takes_only_plain_paths() {
+    let w = World::start().await;
+    let scoped = Server::start(Mode::EchoHeaders).await;
+    let policy = w.policy_with("", "", &[format!("http://{}/v1", scoped.addr)]);
+    let rt = runtime_with(&policy, None).await;
+    let r = exfil(
+        &rt,
+        "acme",
+        json!([
+            fetch(scoped.url("/v1/..%2Fadmin%2Fx")),
+            fetch(scoped.url("/v1/..;/admin/x")),
+            fetch(scoped.url("/v1/%5C..%5Cadmin/x")),
+            fetch_with(
+                scoped.url("/v1/..%2Fadmin%2Fx"),
+                json!({"x-wop-credential": "api"})
+            ),
+            fetch(scoped.url("/v1/admin/x")),
+            fetch(scoped.url("/admin/x")),
+        ]),
+    )
+    .await;
+    let saw = saw(&r);
+    for s in &saw[..4] {
+        assert_eq!(s["error"]["code"], "egress_denied", "{s}");
+        assert_eq!(s["error"]["details"]["reason"], "path-not-plain", "{s}");
+    }
+    let got: Vec<(String, Option<String>)> = scoped
+        .requests()
+        .iter()
+        .map(|q| (q.line.clone(), q.headers.get("authorization").cloned()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                "GET /v1/admin/x HTTP/1.1".to_owned(),
+                Some(format!("Bearer {API}"))
+            ),
+            ("GET /admin/x HTTP/1.1".to_owned(), None),
+        ]
+    );
+    let refused = r
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(e, Event::EgressDecided {
+                decision, reason, cause: Some(c), credential_id: Some(id), ..
+            } if decision == "denied" && reason == "policy-denied" && c == "path-not-plain" && id == "api")
+        })
+        .count();
+    assert_eq!(refused, 4, "{:?}", r.events);
+}
+
+/// Collects the events streamed to a caller.
+#[derive(Default)]
+struct Collect(std::sync::Mutex<Vec<Event>>);
+
+impl wop_runtime::EventSink for Collect {
+    fn emit(&self, _run: &str, _node: &str, event: &Event) {
+        self.0.lock().unwrap().push(event.clone());
+    }
+}
+
+/// Issue 33 item 4: an audience that redirects to
+/// `ftp://<credential>.invalid:1/` puts the value (lowercased by the URL
+/// parser) into the refused hop's destination. Every event of a
+/// credentialed invocation is redacted, in any case, in the report and in
+/// what is streamed to the caller; so is the pack's error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credential_a_redirect_names_as_a_host_never_reaches_the_events() {
+    let w = World::start().await;
+    let bounce = format!(
+        "HTTP/1.1 302 Found\r\nlocation: ftp://{API}.invalid:1/\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    );
+    let bouncer = Server::start(Mode::Raw(bounce)).await;
+    let policy = w.policy_with("", "", &[format!("http://{}", bouncer.addr)]);
+    let rt = runtime_with(&policy, None).await;
+    let streamed = Arc::new(Collect::default());
+    let req = invocation(
+        "wop.testing.exfil",
+        "acme",
+        "run-bounce",
+        json!([fetch(bouncer.url("/go"))]),
+    );
+    let r = rt.invoke_streaming(req, streamed.clone()).await;
+    let saw = saw(&r);
+    assert_eq!(
+        authorizations(&bouncer),
+        vec![Some(format!("Bearer {API}"))]
+    );
+    assert_eq!(saw[0]["error"]["details"]["reason"], "scheme", "{}", saw[0]);
+    let hop = r.events.iter().find_map(|e| match e {
+        Event::EgressDecided {
+            destination,
+            cause: Some(c),
+            ..
+        } if c == "scheme" => Some(destination.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        hop.as_deref(),
+        Some("[redacted:api].invalid:1"),
+        "{:?}",
+        r.events
+    );
+    let streamed = streamed.0.lock().unwrap().clone();
+    assert_eq!(streamed, r.events);
+    assert_absent_any_case("the events", &serde_json::to_vec(&r.events).unwrap());
+    assert_absent_any_case(
+        "the streamed events",
+        &serde_json::to_vec(&streamed).unwrap(),
+    );
+    assert_absent_any_case("the outcome", format!("{:?}", r.outcome).as_bytes());
+}
+
+/// Issue 33 item 5: the headers of a credentialed answer describe only the
+/// body returned. A `HEAD` of an echo endpoint has no `Content-Length`
+/// (it was the echo's, credential included); digests, `Content-Range` and,
+/// for a body not returned, `ETag` are taken out; a `GET`'s length is the
+/// returned body's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credentialed_answer_never_tells_the_credential_length() {
+    let w = World::start().await;
+    let described = Server::start(Mode::Raw(
+        "HTTP/1.1 200 OK\r\ncontent-length: 57\r\ncontent-range: bytes 0-56/57\r\n\
+         etag: \"39-5f1a\"\r\ncontent-md5: Q2hlY2sgSW50ZWdyaXR5IQ==\r\n\
+         digest: sha-256=X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=\r\n\
+         content-digest: sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:\r\n\
+         repr-digest: sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:\r\n\
+         x-kept: 1\r\nconnection: close\r\n\r\n"
+            .to_owned(),
+    ))
+    .await;
+    let policy = w.policy_with("", "", &[format!("http://{}", described.addr)]);
+    let rt = runtime_with(&policy, None).await;
+    let head = |url: String| json!({"fetch": {"url": url, "method": "HEAD"}});
+    let r = exfil(
+        &rt,
+        "acme",
+        json!([
+            head(w.audience.url("/echo")),
+            head(described.url("/d")),
+            fetch(w.audience.url("/get")),
+        ]),
+    )
+    .await;
+    let saw = saw(&r);
+    let carried = Some(format!("Bearer {API}"));
+    assert_eq!(authorizations(&w.audience), vec![carried.clone(), carried]);
+    assert_eq!(w.audience.requests()[0].line, "HEAD /echo HTTP/1.1");
+    assert_eq!(saw[0]["status"], 200, "{}", saw[0]);
+    assert_eq!(header(&saw[0], "content-length"), None, "{}", saw[0]);
+    for name in [
+        "content-length",
+        "content-range",
+        "etag",
+        "content-md5",
+        "digest",
+        "content-digest",
+        "repr-digest",
+    ] {
+        assert_eq!(header(&saw[1], name), None, "{name}: {}", saw[1]);
+    }
+    assert_eq!(header(&saw[1], "x-kept"), Some("1"), "{}", saw[1]);
+    let len = header(&saw[2], "content-length").map(|l| l.parse::<u64>().unwrap());
+    assert_eq!(len, saw[2]["bodyLength"].as_u64(), "{}", saw[2]);
+}
+
+/// Issue 33 item 6: a pack cannot choose the trace context a destination
+/// sees. `traceparent`, `tracestate` and other tracers' propagation
+/// headers set by the pack are refused (`trace-context`) and never sent;
+/// the destination receives only the host's own `traceparent` (`baggage`
+/// parents nothing and passes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pack_cannot_choose_the_trace_context_a_destination_sees() {
+    const PACK_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let w = World::start().await;
+    let collector = Server::start(Mode::Ok).await;
+    let rt = runtime_traced(&w.policy("", ""), None, Some(&collector)).await;
+    let r = exfil(
+        &rt,
+        "acme",
+        json!([
+            fetch_with(
+                w.outsider.url("/tp"),
+                json!({"traceparent": format!("00-{PACK_TRACE}-00f067aa0ba902b7-01")})
+            ),
+            fetch_with(w.outsider.url("/ts"), json!({"tracestate": "pack=chosen"})),
+            fetch_with(
+                w.outsider.url("/b3"),
+                json!({"b3": format!("{PACK_TRACE}-00f067aa0ba902b7-1")})
+            ),
+            fetch_with(w.outsider.url("/xb3"), json!({"X-B3-TraceId": PACK_TRACE})),
+            fetch_with(w.outsider.url("/bag"), json!({"baggage": "k=v"})),
+        ]),
+    )
+    .await;
+    let saw = saw(&r);
+    for s in &saw[..4] {
+        assert_eq!(s["error"]["code"], "egress_denied", "{s}");
+        assert_eq!(s["error"]["details"]["reason"], "trace-context", "{s}");
+    }
+    assert_eq!(saw[4]["status"], 200, "{}", saw[4]);
+    let got = w.outsider.requests();
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].line, "GET /bag HTTP/1.1");
+    assert_eq!(got[0].headers["baggage"], "k=v");
+    let tp = &got[0].headers["traceparent"];
+    assert!(
+        tp.starts_with("00-") && !tp.contains(PACK_TRACE),
+        "the host's own context: {tp}"
+    );
+    assert!(!got[0].headers.contains_key("tracestate"));
 }

@@ -122,21 +122,15 @@ pub fn validate_resource_grants(grants: &BTreeMap<String, Vec<String>>) -> Resul
     Ok(())
 }
 
-/// Whether a URI may be matched by a prefix pattern: no `.` or `..` path
-/// segment, no percent-encoded `.`, `/` or `\`, no `\`, no whitespace or
-/// control characters. A server that resolves such a URI could reach
-/// outside the prefix (`file:///srv/data/../../etc/shadow`), so only an
-/// exact pattern can allow one.
+/// Whether a URI may be matched by a prefix pattern: plain in the sense
+/// of [`crate::egress::plain`] (no `.` or `..` segment, no percent-encoded
+/// `.`, `/`, `\`, `%` or `;`, no `\`, no `;` parameters, no whitespace or
+/// control characters), as credential audiences require of paths. A
+/// server that resolves such a URI could reach outside the prefix
+/// (`file:///srv/data/../../etc/shadow`, `…/..;/…`, `…/%252e%252e/…`), so
+/// only an exact pattern can allow one.
 pub fn uri_is_plain(uri: &str) -> bool {
-    let lower = uri.to_ascii_lowercase();
-    let encoded = ["%2e", "%2f", "%5c"].iter().any(|e| lower.contains(e));
-    let dot_segment = uri
-        .split(['/', '?', '#'])
-        .any(|seg| seg == "." || seg == "..");
-    !encoded
-        && !dot_segment
-        && !uri.contains('\\')
-        && !uri.chars().any(|c| c.is_whitespace() || c.is_control())
+    crate::egress::plain::is_plain(uri)
 }
 
 /// How a resource URI fares against a list of patterns.
@@ -673,6 +667,29 @@ mod tests {
                 grant(&[("ev", data)]),
                 "ev",
                 "file:///srv/data/a b",
+                Err(D::UriNotPlain),
+            ),
+            // Siblings a decoding or parameter-dropping server resolves
+            // outside the prefix: `..;/`, double-encoded dots, `%3B`.
+            (
+                req(&[("ev", data)]),
+                grant(&[("ev", data)]),
+                "ev",
+                "file:///srv/data/..;/..;/etc/shadow",
+                Err(D::UriNotPlain),
+            ),
+            (
+                req(&[("ev", data)]),
+                grant(&[("ev", data)]),
+                "ev",
+                "file:///srv/data/%252e%252e/%252e%252e/etc/shadow",
+                Err(D::UriNotPlain),
+            ),
+            (
+                req(&[("ev", data)]),
+                grant(&[("ev", data)]),
+                "ev",
+                "file:///srv/data/..%3B/x",
                 Err(D::UriNotPlain),
             ),
             // Exact patterns match byte for byte, plain or not.
