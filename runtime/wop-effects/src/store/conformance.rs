@@ -61,7 +61,9 @@ pub async fn run_all(store: Arc<dyn KvStore>) {
     get_put_remove(&*store).await;
     scan_prefix_order_isolation_limit(&*store).await;
     scan_range_bounds_and_paging(&*store).await;
-    cas_race_single_winner(store.clone()).await;
+    put_then_insert_writes_the_marker_either_way(&*store).await;
+    cas_race_single_winner(store.clone(), false).await;
+    cas_race_single_winner(store.clone(), true).await;
     cas_increment_race_loses_nothing(store.clone()).await;
 }
 
@@ -314,9 +316,51 @@ async fn scan_range_bounds_and_paging(store: &dyn KvStore) {
     assert_eq!(seen, want);
 }
 
-async fn cas_race_single_winner(store: Arc<dyn KvStore>) {
+async fn put_then_insert_writes_the_marker_either_way(store: &dyn KvStore) {
+    let (m1, m2, k) = ("conf/pti/marker-1", "conf/pti/marker-2", "conf/pti/key");
+    assert_eq!(
+        store
+            .put_then_insert(m1, b"m".to_vec(), k, b"first".to_vec())
+            .await
+            .unwrap(),
+        Ok(())
+    );
+    assert_eq!(store.get(m1).await.unwrap(), Some(b"m".to_vec()));
+    assert_eq!(store.get(k).await.unwrap(), Some(b"first".to_vec()));
+    // The key is taken: the insert loses with the current value, the
+    // marker is still written (and an existing marker overwritten).
+    store.put(m2, b"old".to_vec()).await.unwrap();
+    assert_eq!(
+        store
+            .put_then_insert(m2, Vec::new(), k, b"second".to_vec())
+            .await
+            .unwrap(),
+        Err(Some(b"first".to_vec()))
+    );
+    assert_eq!(store.get(m2).await.unwrap(), Some(Vec::new()));
+    assert_eq!(store.get(k).await.unwrap(), Some(b"first".to_vec()));
+    // The same key as marker and key: the marker write, then the insert
+    // loses to it.
+    let same = "conf/pti/same";
+    assert_eq!(
+        store
+            .put_then_insert(same, b"m".to_vec(), same, b"v".to_vec())
+            .await
+            .unwrap(),
+        Err(Some(b"m".to_vec()))
+    );
+}
+
+/// N tasks insert the same absent key at once (by `compare_and_swap`, or by
+/// `put_then_insert` with a marker of their own): one wins, every loser
+/// sees the winner's value, every marker is written.
+async fn cas_race_single_winner(store: Arc<dyn KvStore>, with_marker: bool) {
     const N: usize = 32;
-    let key = "conf/race";
+    let key = if with_marker {
+        "conf/race-marked"
+    } else {
+        "conf/race"
+    };
     let barrier = Arc::new(tokio::sync::Barrier::new(N));
     let mut tasks = Vec::new();
     for i in 0..N {
@@ -325,10 +369,20 @@ async fn cas_race_single_winner(store: Arc<dyn KvStore>) {
         tasks.push(tokio::spawn(async move {
             let mine = format!("task-{i}").into_bytes();
             barrier.wait().await;
-            let r = store
-                .compare_and_swap(key, None, Some(mine.clone()))
-                .await
-                .unwrap();
+            let r = if with_marker {
+                let marker = format!("conf/race-marker/{i}");
+                let r = store
+                    .put_then_insert(&marker, mine.clone(), key, mine.clone())
+                    .await
+                    .unwrap();
+                assert_eq!(store.get(&marker).await.unwrap(), Some(mine.clone()));
+                r
+            } else {
+                store
+                    .compare_and_swap(key, None, Some(mine.clone()))
+                    .await
+                    .unwrap()
+            };
             (mine, r)
         }));
     }

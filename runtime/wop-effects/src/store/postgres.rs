@@ -116,6 +116,7 @@ struct Sql {
     delete_if: String,
     scan_range: String,
     scan_from: String,
+    put_then_insert: String,
 }
 
 impl Sql {
@@ -137,6 +138,20 @@ impl Sql {
                 "SELECT key, value FROM {t} WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3"
             ),
             scan_from: format!("SELECT key, value FROM {t} WHERE key >= $1 ORDER BY key LIMIT $2"),
+            // One statement, one round trip, one commit: the marker upsert
+            // and the insert-if-absent. The final SELECT reads the
+            // statement's snapshot, i.e. the value `$3` held before it (a
+            // row committed by a racing writer after the snapshot is not
+            // seen: then `inserted` is 0 and `current` NULL, and the client
+            // reads again).
+            put_then_insert: format!(
+                "WITH marker AS (INSERT INTO {t} (key, value) VALUES ($1, $2) \
+                 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value), \
+                 ins AS (INSERT INTO {t} (key, value) VALUES ($3, $4) \
+                 ON CONFLICT (key) DO NOTHING RETURNING 1) \
+                 SELECT (SELECT count(*) FROM ins) AS inserted, \
+                 (SELECT value FROM {t} WHERE key = $3) AS current"
+            ),
         }
     }
 }
@@ -483,6 +498,40 @@ impl KvStore for PostgresStore {
             "compare-and-swap of {key} on PostgreSQL store {} kept racing with other writers",
             self.display
         )))
+    }
+
+    async fn put_then_insert(
+        &self,
+        marker: &str,
+        marker_value: Vec<u8>,
+        key: &str,
+        value: Vec<u8>,
+    ) -> Result<CasResult, StoreError> {
+        if marker == key {
+            // One statement cannot upsert and insert the same row.
+            self.put(marker, marker_value).await?;
+            return self.compare_and_swap(key, None, Some(value)).await;
+        }
+        let client = self.client().await?;
+        let st = client
+            .prepare_cached(&self.sql.put_then_insert)
+            .await
+            .map_err(self.err("prepare"))?;
+        let k = key.as_bytes();
+        let row = client
+            .query_one(&st, &[&marker.as_bytes(), &marker_value, &k, &value])
+            .await
+            .map_err(self.err("put-then-insert"))?;
+        let inserted: i64 = row.try_get(0).map_err(self.err("put-then-insert"))?;
+        if inserted == 1 {
+            return Ok(Ok(()));
+        }
+        let seen: Option<Vec<u8>> = row.try_get(1).map_err(self.err("put-then-insert"))?;
+        match seen {
+            Some(v) => Ok(Err(Some(v))),
+            // A racing writer's row committed after our snapshot: read it.
+            None => Ok(Err(self.current(&client, k).await?)),
+        }
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
