@@ -64,6 +64,7 @@ pub async fn run_all(store: Arc<dyn KvStore>) {
     put_then_insert_writes_the_marker_either_way(&*store).await;
     cas_race_single_winner(store.clone(), false).await;
     cas_race_single_winner(store.clone(), true).await;
+    put_then_insert_many_at_once(store.clone()).await;
     cas_increment_race_loses_nothing(store.clone()).await;
 }
 
@@ -349,6 +350,56 @@ async fn put_then_insert_writes_the_marker_either_way(store: &dyn KvStore) {
             .unwrap(),
         Err(Some(b"m".to_vec()))
     );
+}
+
+/// 64 tasks at once, 48 distinct keys (16 of them wanted twice), a marker
+/// each: 48 winners, every loser sees its key's winner, every marker is
+/// written (PostgreSQL: concurrent calls share statements).
+async fn put_then_insert_many_at_once(store: Arc<dyn KvStore>) {
+    const N: usize = 64;
+    const KEYS: usize = 48;
+    let barrier = Arc::new(tokio::sync::Barrier::new(N));
+    let mut tasks = Vec::new();
+    for i in 0..N {
+        let store = store.clone();
+        let barrier = barrier.clone();
+        tasks.push(tokio::spawn(async move {
+            let key = format!("conf/many/k{}", i % KEYS);
+            let mine = format!("v{i}").into_bytes();
+            barrier.wait().await;
+            let r = store
+                .put_then_insert(
+                    &format!("conf/many-marker/{i}"),
+                    mine.clone(),
+                    &key,
+                    mine.clone(),
+                )
+                .await
+                .unwrap();
+            (key, mine, r)
+        }));
+    }
+    let mut winners = std::collections::BTreeMap::new();
+    let mut losers = Vec::new();
+    for t in tasks {
+        let (key, mine, r) = t.await.unwrap();
+        match r {
+            Ok(()) => assert!(winners.insert(key, mine).is_none(), "two winners"),
+            Err(current) => losers.push((key, current)),
+        }
+    }
+    assert_eq!(winners.len(), KEYS);
+    assert_eq!(losers.len(), N - KEYS);
+    for (key, current) in losers {
+        assert_eq!(current.as_ref(), winners.get(&key), "{key}");
+    }
+    for (key, v) in &winners {
+        assert_eq!(store.get(key).await.unwrap().as_ref(), Some(v));
+    }
+    for i in 0..N {
+        let m = store.get(&format!("conf/many-marker/{i}")).await.unwrap();
+        assert_eq!(m, Some(format!("v{i}").into_bytes()));
+    }
 }
 
 /// N tasks insert the same absent key at once (by `compare_and_swap`, or by
