@@ -7,19 +7,82 @@
 //!     --example claims_bench -- [seconds-per-point, default 5]
 //! ```
 //!
-//! A claim is `Effects::begin` on a fresh effect id: the run-index write,
-//! a read and the durable insert-if-absent, i.e. what the gate does before
-//! every performed tool call. `claim+complete` also records the outcome
-//! (one more durable compare-and-swap). Each point runs for a fixed time
-//! with `c` tasks claiming in a loop; the store is fresh per backend.
-//! Without `WOP_TEST_POSTGRES_URL` only sled is measured.
+//! A claim is `Effects::begin` on a fresh effect id: the run-index write
+//! and the durable insert-if-absent (`KvStore::put_then_insert`: one
+//! statement on PostgreSQL), i.e. what the gate does before every
+//! performed tool call. `claim+complete` also records the outcome (one
+//! more durable compare-and-swap). Each point runs for a fixed time with
+//! `c` tasks claiming in a loop; the store is fresh per backend.
+//!
+//! `postgres-3rt` is the same PostgreSQL store behind a wrapper that makes
+//! the first write of a claim the way it was before `put_then_insert`
+//! (index put, read, insert-if-absent: three round trips), so the ratio of
+//! the two rows is measured in one run. Without `WOP_TEST_POSTGRES_URL`
+//! only sled is measured.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use wop_effects::effects::{Begin, ClaimRequest, Keying};
+use wop_effects::store::{CasResult, StoreError};
 use wop_effects::{EffectTimings, Effects, KvStore};
+
+/// The claim's first write as it was before `put_then_insert`: index put,
+/// read, insert-if-absent, each its own round trip.
+struct ThreeRoundTrips(Arc<dyn KvStore>);
+
+#[async_trait::async_trait]
+impl KvStore for ThreeRoundTrips {
+    async fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<Vec<u8>>,
+    ) -> Result<CasResult, StoreError> {
+        self.0.compare_and_swap(key, expected, new).await
+    }
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.0.get(key).await
+    }
+    async fn put(&self, key: &str, value: Vec<u8>) -> Result<(), StoreError> {
+        self.0.put(key, value).await
+    }
+    async fn remove(&self, key: &str) -> Result<(), StoreError> {
+        self.0.remove(key).await
+    }
+    async fn scan_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        self.0.scan_prefix(prefix, limit).await
+    }
+    async fn scan_range(
+        &self,
+        start: &str,
+        end: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        self.0.scan_range(start, end, limit).await
+    }
+    async fn put_then_insert(
+        &self,
+        marker: &str,
+        marker_value: Vec<u8>,
+        key: &str,
+        value: Vec<u8>,
+    ) -> Result<CasResult, StoreError> {
+        self.0.put(marker, marker_value).await?;
+        if let Some(v) = self.0.get(key).await? {
+            return Ok(Err(Some(v)));
+        }
+        self.0.compare_and_swap(key, None, Some(value)).await
+    }
+    fn backend(&self) -> &'static str {
+        self.0.backend()
+    }
+}
 
 async fn point(kv: Arc<dyn KvStore>, c: usize, secs: f64, complete: bool, tag: &str) -> f64 {
     let effects = Effects::new(kv, format!("bench-{tag}"));
@@ -97,19 +160,21 @@ async fn main() {
                 std::process::id(),
                 wop_effects::effects::now_ms()
             );
-            backends.push(("postgres", wop_effects::store::open(&url).unwrap()));
+            let pg = wop_effects::store::open(&url).unwrap();
+            backends.push(("postgres", pg.clone()));
+            backends.push(("postgres-3rt", Arc::new(ThreeRoundTrips(pg))));
         }
         _ => eprintln!("WOP_TEST_POSTGRES_URL unset: sled only"),
     }
     println!(
-        "{:<9} {:>4} {:>12} {:>20}",
+        "{:<12} {:>4} {:>12} {:>20}",
         "backend", "c", "claims/s", "claim+complete/s"
     );
     for (name, kv) in &backends {
         for c in [1usize, 16, 64] {
             let claims = point(kv.clone(), c, secs, false, &format!("{name}a")).await;
             let full = point(kv.clone(), c, secs, true, &format!("{name}b")).await;
-            println!("{name:<9} {c:>4} {claims:>12.0} {full:>20.0}");
+            println!("{name:<12} {c:>4} {claims:>12.0} {full:>20.0}");
         }
     }
 }

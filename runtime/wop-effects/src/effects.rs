@@ -283,12 +283,50 @@ impl Effects {
         deadline: std::time::Instant,
     ) -> Result<Begin, EffectError> {
         let k = key(&req.effect_id);
-        self.kv
-            .put(
+        let lease_ms = u64::try_from(t.lease.as_millis()).unwrap_or(u64::MAX);
+        let fresh = |now: u64| EffectRecord {
+            effect_id: req.effect_id.clone(),
+            tenant_id: req.tenant_id.clone(),
+            run_id: req.run_id.clone(),
+            node_id: req.node_id.clone(),
+            attempt: req.attempt,
+            tool_id: req.tool_id.clone(),
+            keying: req.keying,
+            state: EffectState::Claimed,
+            owner: Some(Owner {
+                executor: self.executor.clone(),
+                lease_expires_at_ms: now.saturating_add(lease_ms),
+            }),
+            request_digest: req.digest.clone(),
+            result: None,
+            error: None,
+            sends: 1,
+            created_at_ms: now,
+            updated_at_ms: now,
+        };
+        // The common case first, without reading: the run's index entry and
+        // the claim in one store call (one statement on PostgreSQL). The
+        // index entry is written whether or not the claim is ours, and
+        // before it.
+        let first = fresh(now_ms());
+        let mut known = match self
+            .kv
+            .put_then_insert(
                 &index_key(&req.tenant_id, &req.run_id, &req.effect_id),
                 Vec::new(),
+                &k,
+                Self::encode(&first),
             )
-            .await?;
+            .await?
+        {
+            Ok(()) => {
+                return Ok(Begin::Perform {
+                    claimed: Box::new(first),
+                    resend: false,
+                });
+            }
+            Err(current) => Some(current),
+        };
         let wait_until = std::time::Instant::now() + t.in_flight_wait;
         let wait_until = wait_until.min(deadline);
         // Only lost compare-and-swaps count against MAX_CAS_ROUNDS: waiting
@@ -300,30 +338,17 @@ impl Effects {
                 return Err(EffectError::Contended(req.effect_id.clone()));
             }
             let now = now_ms();
-            let lease_expires_at_ms = now + u64::try_from(t.lease.as_millis()).unwrap_or(u64::MAX);
             let owner = Some(Owner {
                 executor: self.executor.clone(),
-                lease_expires_at_ms,
+                lease_expires_at_ms: now.saturating_add(lease_ms),
             });
-            let current = self.kv.get(&k).await?;
+            // The value the first write lost to, then a fresh read.
+            let current = match known.take() {
+                Some(v) => v,
+                None => self.kv.get(&k).await?,
+            };
             let Some(bytes) = current else {
-                let rec = EffectRecord {
-                    effect_id: req.effect_id.clone(),
-                    tenant_id: req.tenant_id.clone(),
-                    run_id: req.run_id.clone(),
-                    node_id: req.node_id.clone(),
-                    attempt: req.attempt,
-                    tool_id: req.tool_id.clone(),
-                    keying: req.keying,
-                    state: EffectState::Claimed,
-                    owner,
-                    request_digest: req.digest.clone(),
-                    result: None,
-                    error: None,
-                    sends: 1,
-                    created_at_ms: now,
-                    updated_at_ms: now,
-                };
+                let rec = fresh(now);
                 match self
                     .kv
                     .compare_and_swap(&k, None, Some(Self::encode(&rec)))
@@ -335,8 +360,9 @@ impl Effects {
                             resend: false,
                         });
                     }
-                    Err(_) => {
+                    Err(current) => {
                         lost += 1;
+                        known = Some(current);
                         continue;
                     }
                 }
@@ -388,8 +414,9 @@ impl Effects {
                             .await?
                         {
                             Ok(()) => return Ok(Begin::UnknownOutcome(Box::new(r))),
-                            Err(_) => {
+                            Err(current) => {
                                 lost += 1;
+                                known = Some(current);
                                 continue;
                             }
                         }
@@ -408,7 +435,10 @@ impl Effects {
                         resend,
                     });
                 }
-                Err(_) => lost += 1,
+                Err(current) => {
+                    lost += 1;
+                    known = Some(current);
+                }
             }
         }
     }

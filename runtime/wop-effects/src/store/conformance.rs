@@ -61,7 +61,10 @@ pub async fn run_all(store: Arc<dyn KvStore>) {
     get_put_remove(&*store).await;
     scan_prefix_order_isolation_limit(&*store).await;
     scan_range_bounds_and_paging(&*store).await;
-    cas_race_single_winner(store.clone()).await;
+    put_then_insert_writes_the_marker_either_way(&*store).await;
+    cas_race_single_winner(store.clone(), false).await;
+    cas_race_single_winner(store.clone(), true).await;
+    put_then_insert_many_at_once(store.clone()).await;
     cas_increment_race_loses_nothing(store.clone()).await;
 }
 
@@ -314,9 +317,101 @@ async fn scan_range_bounds_and_paging(store: &dyn KvStore) {
     assert_eq!(seen, want);
 }
 
-async fn cas_race_single_winner(store: Arc<dyn KvStore>) {
+async fn put_then_insert_writes_the_marker_either_way(store: &dyn KvStore) {
+    let (m1, m2, k) = ("conf/pti/marker-1", "conf/pti/marker-2", "conf/pti/key");
+    assert_eq!(
+        store
+            .put_then_insert(m1, b"m".to_vec(), k, b"first".to_vec())
+            .await
+            .unwrap(),
+        Ok(())
+    );
+    assert_eq!(store.get(m1).await.unwrap(), Some(b"m".to_vec()));
+    assert_eq!(store.get(k).await.unwrap(), Some(b"first".to_vec()));
+    // The key is taken: the insert loses with the current value, the
+    // marker is still written (and an existing marker overwritten).
+    store.put(m2, b"old".to_vec()).await.unwrap();
+    assert_eq!(
+        store
+            .put_then_insert(m2, Vec::new(), k, b"second".to_vec())
+            .await
+            .unwrap(),
+        Err(Some(b"first".to_vec()))
+    );
+    assert_eq!(store.get(m2).await.unwrap(), Some(Vec::new()));
+    assert_eq!(store.get(k).await.unwrap(), Some(b"first".to_vec()));
+    // The same key as marker and key: the marker write, then the insert
+    // loses to it.
+    let same = "conf/pti/same";
+    assert_eq!(
+        store
+            .put_then_insert(same, b"m".to_vec(), same, b"v".to_vec())
+            .await
+            .unwrap(),
+        Err(Some(b"m".to_vec()))
+    );
+}
+
+/// 64 tasks at once, 48 distinct keys (16 of them wanted twice), a marker
+/// each: 48 winners, every loser sees its key's winner, every marker is
+/// written (PostgreSQL: concurrent calls share statements).
+async fn put_then_insert_many_at_once(store: Arc<dyn KvStore>) {
+    const N: usize = 64;
+    const KEYS: usize = 48;
+    let barrier = Arc::new(tokio::sync::Barrier::new(N));
+    let mut tasks = Vec::new();
+    for i in 0..N {
+        let store = store.clone();
+        let barrier = barrier.clone();
+        tasks.push(tokio::spawn(async move {
+            let key = format!("conf/many/k{}", i % KEYS);
+            let mine = format!("v{i}").into_bytes();
+            barrier.wait().await;
+            let r = store
+                .put_then_insert(
+                    &format!("conf/many-marker/{i}"),
+                    mine.clone(),
+                    &key,
+                    mine.clone(),
+                )
+                .await
+                .unwrap();
+            (key, mine, r)
+        }));
+    }
+    let mut winners = std::collections::BTreeMap::new();
+    let mut losers = Vec::new();
+    for t in tasks {
+        let (key, mine, r) = t.await.unwrap();
+        match r {
+            Ok(()) => assert!(winners.insert(key, mine).is_none(), "two winners"),
+            Err(current) => losers.push((key, current)),
+        }
+    }
+    assert_eq!(winners.len(), KEYS);
+    assert_eq!(losers.len(), N - KEYS);
+    for (key, current) in losers {
+        assert_eq!(current.as_ref(), winners.get(&key), "{key}");
+    }
+    for (key, v) in &winners {
+        assert_eq!(store.get(key).await.unwrap().as_ref(), Some(v));
+    }
+    for i in 0..N {
+        let m = store.get(&format!("conf/many-marker/{i}")).await.unwrap();
+        assert_eq!(m, Some(format!("v{i}").into_bytes()));
+    }
+}
+
+/// N tasks insert the same absent key at once (by `compare_and_swap`, or by
+/// `put_then_insert` with a marker of their own): one wins, every loser
+/// sees the winner's value, every marker is written.
+async fn cas_race_single_winner(store: Arc<dyn KvStore>, with_marker: bool) {
     const N: usize = 32;
-    let key = "conf/race";
+    let key = if with_marker {
+        "conf/race-marked"
+    } else {
+        "conf/race"
+    };
     let barrier = Arc::new(tokio::sync::Barrier::new(N));
     let mut tasks = Vec::new();
     for i in 0..N {
@@ -325,10 +420,20 @@ async fn cas_race_single_winner(store: Arc<dyn KvStore>) {
         tasks.push(tokio::spawn(async move {
             let mine = format!("task-{i}").into_bytes();
             barrier.wait().await;
-            let r = store
-                .compare_and_swap(key, None, Some(mine.clone()))
-                .await
-                .unwrap();
+            let r = if with_marker {
+                let marker = format!("conf/race-marker/{i}");
+                let r = store
+                    .put_then_insert(&marker, mine.clone(), key, mine.clone())
+                    .await
+                    .unwrap();
+                assert_eq!(store.get(&marker).await.unwrap(), Some(mine.clone()));
+                r
+            } else {
+                store
+                    .compare_and_swap(key, None, Some(mine.clone()))
+                    .await
+                    .unwrap()
+            };
             (mine, r)
         }));
     }

@@ -153,6 +153,27 @@ pub trait KvStore: Send + Sync {
         limit: usize,
     ) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
 
+    /// Durably writes `marker` = `marker_value` (unconditionally, as
+    /// [`put`](Self::put)), then inserts `key` = `value` if `key` is absent
+    /// (as `compare_and_swap(key, None, Some(value))`): `Ok(Ok(()))` if it
+    /// inserted, `Ok(Err(current))` if `key` already held a value (or,
+    /// rarely, `Err(None)` when a racing writer removed it again). The
+    /// marker is written either way, and never after the insert.
+    ///
+    /// This is the first write of an effect claim (index entry, then the
+    /// claim). The default makes two calls; a backend that can do both in
+    /// one round trip (PostgreSQL: one statement) overrides it.
+    async fn put_then_insert(
+        &self,
+        marker: &str,
+        marker_value: Vec<u8>,
+        key: &str,
+        value: Vec<u8>,
+    ) -> Result<CasResult, StoreError> {
+        self.put(marker, marker_value).await?;
+        self.compare_and_swap(key, None, Some(value)).await
+    }
+
     /// A short name for messages (`"memory"`, `"sled"`, `"postgres"`).
     fn backend(&self) -> &'static str;
 }

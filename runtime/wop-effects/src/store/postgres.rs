@@ -46,6 +46,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use std::time::Duration;
 use tokio_postgres::NoTls;
 
+mod batch;
 mod url_policy;
 
 pub use url_policy::redact_url;
@@ -89,18 +90,27 @@ impl Default for PostgresOptions {
 
 /// A [`KvStore`] in a PostgreSQL database (see the module docs).
 pub struct PostgresStore {
-    pool: Pool,
+    db: PoolSql,
     /// `"schema".` or empty.
     qualifier: String,
+    /// Group commit of fresh claims ([`batch`]).
+    batch: batch::Batcher,
+}
+
+/// The pool and the statements: what the store and its batching task
+/// share.
+#[derive(Clone)]
+struct PoolSql {
+    pool: Pool,
     /// The URL with the password replaced, for messages.
     display: String,
-    sql: Sql,
+    sql: std::sync::Arc<Sql>,
 }
 
 impl std::fmt::Debug for PostgresStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PostgresStore")
-            .field("url", &self.display)
+            .field("url", &self.db.display)
             .field("qualifier", &self.qualifier)
             .finish_non_exhaustive()
     }
@@ -116,6 +126,8 @@ struct Sql {
     delete_if: String,
     scan_range: String,
     scan_from: String,
+    put_then_insert: String,
+    put_then_insert_batch: String,
 }
 
 impl Sql {
@@ -137,6 +149,34 @@ impl Sql {
                 "SELECT key, value FROM {t} WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3"
             ),
             scan_from: format!("SELECT key, value FROM {t} WHERE key >= $1 ORDER BY key LIMIT $2"),
+            // One statement, one round trip, one commit: the marker upsert
+            // and the insert-if-absent. The final SELECT reads the
+            // statement's snapshot, i.e. the value `$3` held before it (a
+            // row committed by a racing writer after the snapshot is not
+            // seen: then `inserted` is 0 and `current` NULL, and the client
+            // reads again).
+            put_then_insert: format!(
+                "WITH marker AS (INSERT INTO {t} (key, value) VALUES ($1, $2) \
+                 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value), \
+                 ins AS (INSERT INTO {t} (key, value) VALUES ($3, $4) \
+                 ON CONFLICT (key) DO NOTHING RETURNING 1) \
+                 SELECT (SELECT count(*) FROM ins) AS inserted, \
+                 (SELECT value FROM {t} WHERE key = $3) AS current"
+            ),
+            // The same for many requests (markers and keys all distinct):
+            // one row per request, in order, with whether its insert won
+            // and otherwise the value its key held before the statement.
+            put_then_insert_batch: format!(
+                "WITH input AS (SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::bytea[], \
+                 $4::bytea[]) WITH ORDINALITY AS i(mk, mv, k, v, n)), \
+                 marker AS (INSERT INTO {t} (key, value) SELECT mk, mv FROM input \
+                 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value), \
+                 ins AS (INSERT INTO {t} (key, value) SELECT k, v FROM input \
+                 ON CONFLICT (key) DO NOTHING RETURNING key) \
+                 SELECT input.n, ins.key IS NOT NULL AS inserted, cur.value \
+                 FROM input LEFT JOIN ins ON ins.key = input.k \
+                 LEFT JOIN {t} cur ON cur.key = input.k ORDER BY input.n"
+            ),
         }
     }
 }
@@ -306,28 +346,28 @@ impl PostgresStore {
             return Ok(Vec::new());
         }
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let rows = match to {
             Some(to) => {
                 let st = client
-                    .prepare_cached(&self.sql.scan_range)
+                    .prepare_cached(&self.db.sql.scan_range)
                     .await
-                    .map_err(self.err("prepare"))?;
+                    .map_err(self.db.err("prepare"))?;
                 client.query(&st, &[&from, &to, &limit]).await
             }
             None => {
                 let st = client
-                    .prepare_cached(&self.sql.scan_from)
+                    .prepare_cached(&self.db.sql.scan_from)
                     .await
-                    .map_err(self.err("prepare"))?;
+                    .map_err(self.db.err("prepare"))?;
                 client.query(&st, &[&from, &limit]).await
             }
         }
-        .map_err(self.err("scan"))?;
+        .map_err(self.db.err("scan"))?;
         let mut out = Vec::with_capacity(rows.len());
         for r in rows {
-            let k: Vec<u8> = r.try_get(0).map_err(self.err("scan"))?;
-            let v: Vec<u8> = r.try_get(1).map_err(self.err("scan"))?;
+            let k: Vec<u8> = r.try_get(0).map_err(self.db.err("scan"))?;
+            let v: Vec<u8> = r.try_get(1).map_err(self.db.err("scan"))?;
             out.push((self.decode_key(k)?, v));
         }
         Ok(out)
@@ -370,18 +410,23 @@ impl PostgresStore {
     fn from_parsed(parsed: &Parsed) -> Result<PostgresStore, StoreError> {
         let qualifier = qualifier(&parsed.options);
         Ok(PostgresStore {
-            pool: build_pool(parsed)?,
-            sql: Sql::new(&qualifier),
+            db: PoolSql {
+                pool: build_pool(parsed)?,
+                sql: std::sync::Arc::new(Sql::new(&qualifier)),
+                display: parsed.display.clone(),
+            },
             qualifier,
-            display: parsed.display.clone(),
+            batch: batch::Batcher::new(),
         })
     }
 
     /// The store URL with its password redacted.
     pub fn display_url(&self) -> &str {
-        &self.display
+        &self.db.display
     }
+}
 
+impl PoolSql {
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         self.pool.get().await.map_err(|e| match e {
             deadpool_postgres::PoolError::Backend(e) => pg_error(&self.display, "connecting", &e),
@@ -415,19 +460,24 @@ impl PostgresStore {
             None => Ok(None),
         }
     }
+}
 
+impl PostgresStore {
     /// Runs one statement (tests only).
     #[cfg(test)]
     pub(crate) async fn raw_execute_for_tests(&self, sql: &str) -> Result<u64, StoreError> {
-        let client = self.client().await?;
-        client.execute(sql, &[]).await.map_err(self.err("execute"))
+        let client = self.db.client().await?;
+        client
+            .execute(sql, &[])
+            .await
+            .map_err(self.db.err("execute"))
     }
 
     fn decode_key(&self, key: Vec<u8>) -> Result<String, StoreError> {
         String::from_utf8(key).map_err(|e| {
             StoreError::Corrupt(format!(
                 "PostgreSQL store {} holds a non-UTF-8 key ({}); it was not written by wop",
-                self.display,
+                self.db.display,
                 hex::encode(e.as_bytes())
             ))
         })
@@ -442,15 +492,15 @@ impl KvStore for PostgresStore {
         expected: Option<&[u8]>,
         new: Option<Vec<u8>>,
     ) -> Result<CasResult, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let k = key.as_bytes();
         let (sql, what) = match (&expected, &new) {
-            (None, Some(_)) => (&self.sql.insert_if_absent, "insert-if-absent"),
-            (Some(_), Some(_)) => (&self.sql.update_if, "compare-and-set"),
-            (Some(_), None) => (&self.sql.delete_if, "compare-and-delete"),
+            (None, Some(_)) => (&self.db.sql.insert_if_absent, "insert-if-absent"),
+            (Some(_), Some(_)) => (&self.db.sql.update_if, "compare-and-set"),
+            (Some(_), None) => (&self.db.sql.delete_if, "compare-and-delete"),
             (None, None) => {
                 // "Delete if absent": nothing to write.
-                return Ok(match self.current(&client, k).await? {
+                return Ok(match self.db.current(&client, k).await? {
                     None => Ok(()),
                     Some(v) => Err(Some(v)),
                 });
@@ -459,7 +509,7 @@ impl KvStore for PostgresStore {
         let st = client
             .prepare_cached(sql)
             .await
-            .map_err(self.err("prepare"))?;
+            .map_err(self.db.err("prepare"))?;
         for _ in 0..MAX_CAS_TURNS {
             let changed = match (&expected, &new) {
                 (None, Some(v)) => client.execute(&st, &[&k, v]).await,
@@ -467,52 +517,83 @@ impl KvStore for PostgresStore {
                 (Some(old), None) => client.execute(&st, &[&k, old]).await,
                 (None, None) => Ok(0),
             }
-            .map_err(self.err(what))?;
+            .map_err(self.db.err(what))?;
             if changed == 1 {
                 return Ok(Ok(()));
             }
             // Lost: report the value that beat us. If it has meanwhile
             // become what we expected (deleted again, or changed back), our
             // statement would now succeed: try it again.
-            let current = self.current(&client, k).await?;
+            let current = self.db.current(&client, k).await?;
             if current.as_deref() != expected {
                 return Ok(Err(current));
             }
         }
         Err(StoreError::Unavailable(format!(
             "compare-and-swap of {key} on PostgreSQL store {} kept racing with other writers",
-            self.display
+            self.db.display
         )))
     }
 
+    async fn put_then_insert(
+        &self,
+        marker: &str,
+        marker_value: Vec<u8>,
+        key: &str,
+        value: Vec<u8>,
+    ) -> Result<CasResult, StoreError> {
+        if marker == key {
+            // One statement cannot upsert and insert the same row.
+            self.put(marker, marker_value).await?;
+            return self.compare_and_swap(key, None, Some(value)).await;
+        }
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.batch.submit(
+            &self.db,
+            batch::Request {
+                marker: marker.as_bytes().to_vec(),
+                marker_value,
+                key: key.as_bytes().to_vec(),
+                value,
+                reply,
+            },
+        );
+        answer.await.unwrap_or_else(|_| {
+            Err(StoreError::Unavailable(format!(
+                "the claim writer of PostgreSQL store {} stopped before answering; retry",
+                self.db.display
+            )))
+        })
+    }
+
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let client = self.client().await?;
-        self.current(&client, key.as_bytes()).await
+        let client = self.db.client().await?;
+        self.db.current(&client, key.as_bytes()).await
     }
 
     async fn put(&self, key: &str, value: Vec<u8>) -> Result<(), StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let st = client
-            .prepare_cached(&self.sql.put)
+            .prepare_cached(&self.db.sql.put)
             .await
-            .map_err(self.err("prepare"))?;
+            .map_err(self.db.err("prepare"))?;
         client
             .execute(&st, &[&key.as_bytes(), &value])
             .await
-            .map_err(self.err("put"))?;
+            .map_err(self.db.err("put"))?;
         Ok(())
     }
 
     async fn remove(&self, key: &str) -> Result<(), StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let st = client
-            .prepare_cached(&self.sql.remove)
+            .prepare_cached(&self.db.sql.remove)
             .await
-            .map_err(self.err("prepare"))?;
+            .map_err(self.db.err("prepare"))?;
         client
             .execute(&st, &[&key.as_bytes()])
             .await
-            .map_err(self.err("remove"))?;
+            .map_err(self.db.err("remove"))?;
         Ok(())
     }
 

@@ -44,3 +44,38 @@ fn url_policy() {
     assert!(ok("postgres://u@localhost/db?wop_pool=0").is_err());
     assert!(ok("mysql://u@localhost/db").is_err());
 }
+
+/// The batched statement itself, deterministically: four requests in one
+/// statement, one of them on a key that already exists; each gets its own
+/// answer in order, every marker is written, and nothing is written twice.
+#[tokio::test]
+async fn one_statement_answers_each_request_of_a_batch() {
+    let Some(url) = crate::store::conformance::postgres_test_url("batch_statement") else {
+        return;
+    };
+    let store = PostgresStore::connect(&url).await.unwrap();
+    store.put("k/taken", b"before".to_vec()).await.unwrap();
+    let v = |s: &str| s.as_bytes().to_vec();
+    let markers = vec![v("m/1"), v("m/2"), v("m/3"), v("m/4")];
+    let marker_values = vec![v("a"), v("b"), v("c"), v("d")];
+    let keys = vec![v("k/1"), v("k/taken"), v("k/3"), v("k/4")];
+    let values = vec![v("1"), v("2"), v("3"), v("4")];
+    let answers = batch::statement(&store.db, &markers, &marker_values, &keys, &values)
+        .await
+        .unwrap();
+    assert_eq!(
+        answers,
+        vec![
+            Ok(Ok(())),
+            Ok(Err(Some(v("before")))),
+            Ok(Ok(())),
+            Ok(Ok(()))
+        ]
+    );
+    for (m, mv) in markers.iter().zip(&marker_values) {
+        let m = std::str::from_utf8(m).unwrap();
+        assert_eq!(store.get(m).await.unwrap().as_ref(), Some(mv));
+    }
+    assert_eq!(store.get("k/taken").await.unwrap(), Some(v("before")));
+    assert_eq!(store.get("k/4").await.unwrap(), Some(v("4")));
+}
