@@ -154,13 +154,13 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
     std::fs::create_dir_all(root.join(".well-known")).unwrap();
     std::fs::create_dir_all(root.join("keys")).unwrap();
     let keys = work.join("keys");
-    for k in ["test-key", "other-key", "ghost-key"] {
+    for k in ["test-key", "other-key", "ghost-key", "wild-key"] {
         ok(&wop_in(
             &work,
             &["keygen", "--id", k, "--out", &keys.display().to_string()],
         ));
     }
-    for k in ["test-key", "other-key"] {
+    for k in ["test-key", "other-key", "wild-key"] {
         std::fs::copy(
             keys.join(format!("{k}.pub")),
             root.join(format!("keys/{k}.pub")),
@@ -181,7 +181,10 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
             {"keyId": "test-key", "algorithm": "ed25519", "publicKeyUrl": "/keys/test-key.pub",
              "permittedNamespaces": ["hello", "fetch", "tool-call", "kernels"], "status": "active"},
             {"keyId": "other-key", "algorithm": "ed25519", "publicKeyUrl": "/keys/other-key.pub",
-             "permittedNamespaces": ["vendor.other.*"], "status": "active"}
+             "permittedNamespaces": ["vendor.other.*"], "status": "active"},
+            // A registry key claiming every name (issue 33.9).
+            {"keyId": "wild-key", "algorithm": "ed25519", "publicKeyUrl": "/keys/wild-key.pub",
+             "permittedNamespaces": ["*"], "status": "active"}
         ]
     });
     std::fs::write(
@@ -213,6 +216,7 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
     );
     tree.publish("kernels", "ghost-key", false, none, false);
     tree.publish("spin", "other-key", false, none, false);
+    tree.publish("transform", "wild-key", false, none, false);
     tree.finish();
     // An index for `alias` that serves hello's (validly signed) archive.
     let hello_row = tree.rows["hello"][0].clone();
@@ -236,7 +240,7 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
     std::fs::write(
         &policy,
         format!(
-            "[egress]\nallowLoopback = true\n\n[trust.keys.test-key]\npublicKeyFile = \"{}\"\npacks = [\"hello\", \"fetch\", \"tool-call\", \"kernels\"]\n",
+            "[egress]\nallowLoopback = true\n\n[trust.keys.test-key]\npublicKeyFile = \"{}\"\npacks = [\"hello\", \"fetch\", \"tool-call\", \"kernels\", \"transform\"]\n",
             keys.join("test-key.pub").display()
         ),
     )
@@ -291,8 +295,10 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
         "{t}"
     );
     refused(&install("hello@9.9.9", &[]), "pack_version_not_found");
-    let t = refused(&install("huge", &[]), "not_found");
+    // Over-size is its own code, not `not_found` (issue 33.11).
+    let t = refused(&install("huge", &[]), "registry_document_too_large");
     assert!(t.contains("4194304-byte cap"), "{t}");
+    assert!(!t.contains("not_found"), "{t}");
     let t = refused(&install("alias", &[]), "pack_validation_failed");
     assert!(t.contains("holds a pack named `hello`"), "{t}");
     for bad in ["../../etc@1.0.0", "hello@1.0.0-../../x"] {
@@ -316,7 +322,17 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
         "pack_signature_invalid",
     );
     assert!(t.contains("not to sign packs named `spin`"), "{t}");
-    for name in ["tool-call", "kernels", "spin"] {
+    // A registry key claiming `*` never signs a name an operator key's
+    // pattern covers (issue 33.9): `transform` is the operator's.
+    let t = refused(
+        &install("transform", &["--trust-registry"]),
+        "pack_signature_invalid",
+    );
+    assert!(
+        t.contains("key-not-allowed") && t.contains("covered by an operator key"),
+        "{t}"
+    );
+    for name in ["tool-call", "kernels", "spin", "transform"] {
         assert!(
             !work.join("packs").join(name).exists(),
             "{name} was not installed"
@@ -478,13 +494,13 @@ with tarfile.open(out, 'w:gz', format=tarfile.GNU_FORMAT) as t:
         for i in range(100000):
             add('f%d' % i)
 "#;
-    for (kind, reason) in [
-        ("traversal", "parent-path"),
-        ("absolute", "absolute-path"),
-        ("symlink", "link"),
-        ("hardlink", "link"),
-        ("device", "special-file"),
-        ("many", "too-many-entries"),
+    for (kind, reason, code) in [
+        ("traversal", "parent-path", "pack_archive_invalid"),
+        ("absolute", "absolute-path", "pack_archive_invalid"),
+        ("symlink", "link", "pack_archive_invalid"),
+        ("hardlink", "link", "pack_archive_invalid"),
+        ("device", "special-file", "pack_archive_invalid"),
+        ("many", "too-many-entries", "pack_too_large"),
     ] {
         let path = tmp.path().join(format!("{kind}.tgz"));
         let o = Command::new("python3")
@@ -502,7 +518,7 @@ with tarfile.open(out, 'w:gz', format=tarfile.GNU_FORMAT) as t:
         assert_eq!(o.status.code(), Some(3), "{kind}: {t}");
         let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
         assert_eq!(v["error"]["details"]["reason"], reason, "{kind}: {t}");
-        assert_eq!(v["error"]["code"], "pack_validation_failed", "{kind}: {t}");
+        assert_eq!(v["error"]["code"], code, "{kind}: {t}");
     }
     assert!(!tmp.path().join("../etc/x").exists());
 }
