@@ -522,3 +522,40 @@ with tarfile.open(out, 'w:gz', format=tarfile.GNU_FORMAT) as t:
     }
     assert!(!tmp.path().join("../etc/x").exists());
 }
+
+#[test]
+fn a_type_id_outside_the_mcp_rule_and_a_prefix_star_pattern_are_refused_with_codes() {
+    // Issue 33.7: a real pack whose type id is markup.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("hello");
+    copy_dir(&wop_test_packs::pack_dir("hello"), &dir);
+    let m = std::fs::read_to_string(dir.join("pack.json")).unwrap();
+    let mut v: Value = serde_json::from_str(&m).unwrap();
+    v["nodes"][0]["typeId"] = json!("x\"><svg/onload=alert(1)>");
+    std::fs::write(dir.join("pack.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    let o = wop_in(tmp.path(), &["inspect", "hello", "--no-cache", "--json"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    assert_eq!(doc["error"]["code"], "invalid_type_id", "{t}");
+    assert_eq!(doc["error"]["details"]["path"], "$.nodes[0].typeId", "{t}");
+
+    // Issue 33.11 / decision 0021: `hel*` is not a pattern; refused when
+    // the policy is loaded, naming the field.
+    let policy = tmp.path().join("p.toml");
+    std::fs::write(
+        &policy,
+        "[trust.keys.k]\npublicKey = \"ORLpnWQX+LXPEMbzfru6TnEolAq5bkg+mIcuoggEe/w=\"\npacks = [\"hel*\"]\n",
+    )
+    .unwrap();
+    let o = wop_in(
+        tmp.path(),
+        &["verify", "hello", "--policy", policy.to_str().unwrap()],
+    );
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("trust.keys.k.packs[0]") && t.contains("`hel*` is not a name pattern"),
+        "{t}"
+    );
+}
