@@ -564,3 +564,30 @@ fn registry_keys_get_the_intersection_and_never_an_operator_namespace() {
     assert!(!key_allows(&k, "core.openwop.http"));
     assert!(key_allows(&k, "community.demo"));
 }
+
+#[test]
+fn an_approved_manifest_is_read_bounded_and_never_from_a_device_or_fifo() {
+    // Old code: std::fs::read, which reads /dev/zero until memory runs out.
+    let e = read_approved(std::path::Path::new("/dev/zero")).unwrap_err();
+    assert!(e.contains("device"), "{e}");
+    let dir = std::env::temp_dir().join(format!("wop-approved-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("pack.json");
+    let _ = std::fs::remove_file(&fifo);
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        // Never opened for reading (that would block): refused by its kind.
+        let e = read_approved(&dir).unwrap_err();
+        assert!(e.contains("FIFO"), "{e}");
+        std::fs::remove_file(&fifo).unwrap();
+    }
+    let big = dir.join("big.json");
+    std::fs::write(
+        &big,
+        vec![b' '; (crate::packfile::MAX_MANIFEST_BYTES + 1) as usize],
+    )
+    .unwrap();
+    let e = read_approved(&big).unwrap_err();
+    assert!(e.contains("the limit is"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
