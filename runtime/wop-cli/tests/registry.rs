@@ -226,6 +226,24 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
         serde_json::to_vec(&json!({"name": "alias", "versions": [hello_row]})).unwrap(),
     )
     .unwrap();
+    // A correctly hashed archive whose gzip stream has bytes after its
+    // end (issue 33.11): the integrity matches, the archive is refused.
+    let mut junk_row = tree.rows["hello"][0].clone();
+    let hello_tgz = root.join(format!(
+        "v1/packs/hello/-/{}.tgz",
+        junk_row["version"].as_str().unwrap()
+    ));
+    let mut junk = std::fs::read(hello_tgz).unwrap();
+    junk.extend_from_slice(b"junk");
+    std::fs::create_dir_all(root.join("v1/packs/junky/-")).unwrap();
+    std::fs::write(root.join("v1/packs/junky/-/0.1.0.tgz"), &junk).unwrap();
+    junk_row["tarballUrl"] = json!("/v1/packs/junky/-/0.1.0.tgz");
+    junk_row["integrity"] = json!(wop_core::archive::integrity(&junk));
+    std::fs::write(
+        root.join("v1/packs/junky/index.json"),
+        serde_json::to_vec(&json!({"name": "junky", "versions": [junk_row]})).unwrap(),
+    )
+    .unwrap();
     // A registry document larger than the client's 4 MiB cap.
     std::fs::create_dir_all(root.join("v1/packs/huge")).unwrap();
     let pad = "x".repeat(5 << 20);
@@ -299,6 +317,9 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
     let t = refused(&install("huge", &[]), "registry_document_too_large");
     assert!(t.contains("4194304-byte cap"), "{t}");
     assert!(!t.contains("not_found"), "{t}");
+    let t = refused(&install("junky", &[]), "pack_archive_corrupt");
+    assert!(t.contains("trailing-bytes"), "{t}");
+    assert!(!work.join("packs/junky").exists());
     let t = refused(&install("alias", &[]), "pack_validation_failed");
     assert!(t.contains("holds a pack named `hello`"), "{t}");
     for bad in ["../../etc@1.0.0", "hello@1.0.0-../../x"] {

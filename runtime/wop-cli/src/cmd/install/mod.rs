@@ -192,9 +192,13 @@ fn archive_path(a: &InstallArgs, name: &str, version: &str) -> PathBuf {
 
 fn read_files(bytes: &[u8], what: &str) -> Result<BTreeMap<String, Vec<u8>>, Failure> {
     wop_core::archive::read_tgz(bytes).map_err(|e| {
+        let numbers = match (e.limit, e.observed) {
+            (Some(l), Some(o)) => format!(", limit: {l}, observed: {o}"),
+            _ => String::new(),
+        };
         refused(
-            ErrorCode::PackValidationFailed,
-            format!("{what}: {} (reason: {})", e.message, e.reason),
+            e.code,
+            format!("{what}: {} (reason: {}{numbers})", e.message, e.reason),
         )
     })
 }
