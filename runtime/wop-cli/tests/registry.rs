@@ -580,3 +580,33 @@ fn a_type_id_outside_the_mcp_rule_and_a_prefix_star_pattern_are_refused_with_cod
         "{t}"
     );
 }
+
+#[test]
+fn wop_pack_reads_its_inputs_bounded() {
+    // Issue 33.11: `wop pack` read the template and the component with
+    // plain std::fs; a template that is a symlink to /dev/zero, or a
+    // component that is a device, is now refused by its kind, unread.
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", src.join("pack.json")).unwrap();
+    let wasm = wop_test_packs::wasm_path("hello");
+    let o = wop_in(
+        tmp.path(),
+        &["pack", "src", "--wasm", wasm.to_str().unwrap()],
+    );
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("symbolic link"), "{t}");
+
+    std::fs::remove_file(src.join("pack.json")).unwrap();
+    std::fs::copy(
+        wop_test_packs::pack_dir("hello").join("pack.json"),
+        src.join("pack.json"),
+    )
+    .unwrap();
+    let o = wop_in(tmp.path(), &["pack", "src", "--wasm", "/dev/zero"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("a device"), "{t}");
+}
