@@ -15,6 +15,7 @@ const MAX_ARCHIVE_BYTES: u64 = 300 << 20;
 /// this is dropped).
 pub(crate) struct PackInput {
     dir: PathBuf,
+    integrity: Option<String>,
     _tmp: Option<tempfile::TempDir>,
 }
 
@@ -22,6 +23,12 @@ impl PackInput {
     /// The directory to read.
     pub(crate) fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The protocol's integrity string of the archive, when the input was
+    /// one.
+    pub(crate) fn integrity(&self) -> Option<&str> {
+        self.integrity.as_deref()
     }
 }
 
@@ -34,17 +41,11 @@ pub(crate) fn is_archive(path: &Path) -> bool {
             .is_some_and(|n| n.ends_with(".tgz") || n.ends_with(".tar.gz"))
 }
 
-/// The refusal of an archive, as a load error (`pack_validation_failed`
-/// with `details.reason`).
+/// The refusal of an archive, as a load error with its own code
+/// (`pack_too_large`, `pack_archive_invalid`, `pack_archive_corrupt`) and
+/// `details.reason`.
 pub(crate) fn refusal(path: &Path, e: &wop_core::archive::ArchiveError) -> LoadError {
-    LoadError::PackFile {
-        path: "$".to_owned(),
-        file: path.display().to_string(),
-        reason: e.reason,
-        limit: None,
-        observed: None,
-        message: format!("{}: {}", path.display(), e.message),
-    }
+    e.clone().into_load_error(&path.display().to_string())
 }
 
 /// Reads an archive file (bounded) and unpacks it.
@@ -75,6 +76,7 @@ pub(crate) fn open(path: &Path, json: bool) -> Result<PackInput, Failure> {
     if !is_archive(path) {
         return Ok(PackInput {
             dir: path.to_path_buf(),
+            integrity: None,
             _tmp: None,
         });
     }
@@ -88,6 +90,7 @@ pub(crate) fn open(path: &Path, json: bool) -> Result<PackInput, Failure> {
     })?;
     Ok(PackInput {
         dir: tmp.path().to_path_buf(),
+        integrity: Some(wop_core::archive::integrity(&bytes)),
         _tmp: Some(tmp),
     })
 }

@@ -154,13 +154,13 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
     std::fs::create_dir_all(root.join(".well-known")).unwrap();
     std::fs::create_dir_all(root.join("keys")).unwrap();
     let keys = work.join("keys");
-    for k in ["test-key", "other-key", "ghost-key"] {
+    for k in ["test-key", "other-key", "ghost-key", "wild-key"] {
         ok(&wop_in(
             &work,
             &["keygen", "--id", k, "--out", &keys.display().to_string()],
         ));
     }
-    for k in ["test-key", "other-key"] {
+    for k in ["test-key", "other-key", "wild-key"] {
         std::fs::copy(
             keys.join(format!("{k}.pub")),
             root.join(format!("keys/{k}.pub")),
@@ -181,7 +181,10 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
             {"keyId": "test-key", "algorithm": "ed25519", "publicKeyUrl": "/keys/test-key.pub",
              "permittedNamespaces": ["hello", "fetch", "tool-call", "kernels"], "status": "active"},
             {"keyId": "other-key", "algorithm": "ed25519", "publicKeyUrl": "/keys/other-key.pub",
-             "permittedNamespaces": ["vendor.other.*"], "status": "active"}
+             "permittedNamespaces": ["vendor.other.*"], "status": "active"},
+            // A registry key claiming every name (issue 33.9).
+            {"keyId": "wild-key", "algorithm": "ed25519", "publicKeyUrl": "/keys/wild-key.pub",
+             "permittedNamespaces": ["*"], "status": "active"}
         ]
     });
     std::fs::write(
@@ -213,6 +216,7 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
     );
     tree.publish("kernels", "ghost-key", false, none, false);
     tree.publish("spin", "other-key", false, none, false);
+    tree.publish("transform", "wild-key", false, none, false);
     tree.finish();
     // An index for `alias` that serves hello's (validly signed) archive.
     let hello_row = tree.rows["hello"][0].clone();
@@ -220,6 +224,24 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
     std::fs::write(
         root.join("v1/packs/alias/index.json"),
         serde_json::to_vec(&json!({"name": "alias", "versions": [hello_row]})).unwrap(),
+    )
+    .unwrap();
+    // A correctly hashed archive whose gzip stream has bytes after its
+    // end (issue 33.11): the integrity matches, the archive is refused.
+    let mut junk_row = tree.rows["hello"][0].clone();
+    let hello_tgz = root.join(format!(
+        "v1/packs/hello/-/{}.tgz",
+        junk_row["version"].as_str().unwrap()
+    ));
+    let mut junk = std::fs::read(hello_tgz).unwrap();
+    junk.extend_from_slice(b"junk");
+    std::fs::create_dir_all(root.join("v1/packs/junky/-")).unwrap();
+    std::fs::write(root.join("v1/packs/junky/-/0.1.0.tgz"), &junk).unwrap();
+    junk_row["tarballUrl"] = json!("/v1/packs/junky/-/0.1.0.tgz");
+    junk_row["integrity"] = json!(wop_core::archive::integrity(&junk));
+    std::fs::write(
+        root.join("v1/packs/junky/index.json"),
+        serde_json::to_vec(&json!({"name": "junky", "versions": [junk_row]})).unwrap(),
     )
     .unwrap();
     // A registry document larger than the client's 4 MiB cap.
@@ -236,7 +258,7 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
     std::fs::write(
         &policy,
         format!(
-            "[egress]\nallowLoopback = true\n\n[trust.keys.test-key]\npublicKeyFile = \"{}\"\npacks = [\"hello\", \"fetch\", \"tool-call\", \"kernels\"]\n",
+            "[egress]\nallowLoopback = true\n\n[trust.keys.test-key]\npublicKeyFile = \"{}\"\npacks = [\"hello\", \"fetch\", \"tool-call\", \"kernels\", \"transform\"]\n",
             keys.join("test-key.pub").display()
         ),
     )
@@ -291,8 +313,13 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
         "{t}"
     );
     refused(&install("hello@9.9.9", &[]), "pack_version_not_found");
-    let t = refused(&install("huge", &[]), "not_found");
+    // Over-size is its own code, not `not_found` (issue 33.11).
+    let t = refused(&install("huge", &[]), "registry_document_too_large");
     assert!(t.contains("4194304-byte cap"), "{t}");
+    assert!(!t.contains("not_found"), "{t}");
+    let t = refused(&install("junky", &[]), "pack_archive_corrupt");
+    assert!(t.contains("trailing-bytes"), "{t}");
+    assert!(!work.join("packs/junky").exists());
     let t = refused(&install("alias", &[]), "pack_validation_failed");
     assert!(t.contains("holds a pack named `hello`"), "{t}");
     for bad in ["../../etc@1.0.0", "hello@1.0.0-../../x"] {
@@ -316,7 +343,17 @@ fn install_from_a_loopback_registry_good_and_hostile_then_run() {
         "pack_signature_invalid",
     );
     assert!(t.contains("not to sign packs named `spin`"), "{t}");
-    for name in ["tool-call", "kernels", "spin"] {
+    // A registry key claiming `*` never signs a name an operator key's
+    // pattern covers (issue 33.9): `transform` is the operator's.
+    let t = refused(
+        &install("transform", &["--trust-registry"]),
+        "pack_signature_invalid",
+    );
+    assert!(
+        t.contains("key-not-allowed") && t.contains("covered by an operator key"),
+        "{t}"
+    );
+    for name in ["tool-call", "kernels", "spin", "transform"] {
         assert!(
             !work.join("packs").join(name).exists(),
             "{name} was not installed"
@@ -478,13 +515,13 @@ with tarfile.open(out, 'w:gz', format=tarfile.GNU_FORMAT) as t:
         for i in range(100000):
             add('f%d' % i)
 "#;
-    for (kind, reason) in [
-        ("traversal", "parent-path"),
-        ("absolute", "absolute-path"),
-        ("symlink", "link"),
-        ("hardlink", "link"),
-        ("device", "special-file"),
-        ("many", "too-many-entries"),
+    for (kind, reason, code) in [
+        ("traversal", "parent-path", "pack_archive_invalid"),
+        ("absolute", "absolute-path", "pack_archive_invalid"),
+        ("symlink", "link", "pack_archive_invalid"),
+        ("hardlink", "link", "pack_archive_invalid"),
+        ("device", "special-file", "pack_archive_invalid"),
+        ("many", "too-many-entries", "pack_too_large"),
     ] {
         let path = tmp.path().join(format!("{kind}.tgz"));
         let o = Command::new("python3")
@@ -502,7 +539,74 @@ with tarfile.open(out, 'w:gz', format=tarfile.GNU_FORMAT) as t:
         assert_eq!(o.status.code(), Some(3), "{kind}: {t}");
         let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
         assert_eq!(v["error"]["details"]["reason"], reason, "{kind}: {t}");
-        assert_eq!(v["error"]["code"], "pack_validation_failed", "{kind}: {t}");
+        assert_eq!(v["error"]["code"], code, "{kind}: {t}");
     }
     assert!(!tmp.path().join("../etc/x").exists());
+}
+
+#[test]
+fn a_type_id_outside_the_mcp_rule_and_a_prefix_star_pattern_are_refused_with_codes() {
+    // Issue 33.7: a real pack whose type id is markup.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("hello");
+    copy_dir(&wop_test_packs::pack_dir("hello"), &dir);
+    let m = std::fs::read_to_string(dir.join("pack.json")).unwrap();
+    let mut v: Value = serde_json::from_str(&m).unwrap();
+    v["nodes"][0]["typeId"] = json!("x\"><svg/onload=alert(1)>");
+    std::fs::write(dir.join("pack.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    let o = wop_in(tmp.path(), &["inspect", "hello", "--no-cache", "--json"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    assert_eq!(doc["error"]["code"], "invalid_type_id", "{t}");
+    assert_eq!(doc["error"]["details"]["path"], "$.nodes[0].typeId", "{t}");
+
+    // Issue 33.11 / decision 0021: `hel*` is not a pattern; refused when
+    // the policy is loaded, naming the field.
+    let policy = tmp.path().join("p.toml");
+    std::fs::write(
+        &policy,
+        "[trust.keys.k]\npublicKey = \"ORLpnWQX+LXPEMbzfru6TnEolAq5bkg+mIcuoggEe/w=\"\npacks = [\"hel*\"]\n",
+    )
+    .unwrap();
+    let o = wop_in(
+        tmp.path(),
+        &["verify", "hello", "--policy", policy.to_str().unwrap()],
+    );
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("trust.keys.k.packs[0]") && t.contains("`hel*` is not a name pattern"),
+        "{t}"
+    );
+}
+
+#[test]
+fn wop_pack_reads_its_inputs_bounded() {
+    // Issue 33.11: `wop pack` read the template and the component with
+    // plain std::fs; a template that is a symlink to /dev/zero, or a
+    // component that is a device, is now refused by its kind, unread.
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", src.join("pack.json")).unwrap();
+    let wasm = wop_test_packs::wasm_path("hello");
+    let o = wop_in(
+        tmp.path(),
+        &["pack", "src", "--wasm", wasm.to_str().unwrap()],
+    );
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("symbolic link"), "{t}");
+
+    std::fs::remove_file(src.join("pack.json")).unwrap();
+    std::fs::copy(
+        wop_test_packs::pack_dir("hello").join("pack.json"),
+        src.join("pack.json"),
+    )
+    .unwrap();
+    let o = wop_in(tmp.path(), &["pack", "src", "--wasm", "/dev/zero"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("a device"), "{t}");
 }

@@ -92,6 +92,24 @@ pub enum ErrorCode {
     InvalidManifest,
     /// The registry has no such pack version.
     PackVersionNotFound,
+    /// The pack is of a kind this host does not run (`workflow-chain`,
+    /// `connection`, `prompt`, ...): verified, but nothing here executes it.
+    UnsupportedPackKind,
+    /// A pack archive is larger than a cap: too many entries, an entry
+    /// too large, or too many bytes once decompressed.
+    PackTooLarge,
+    /// A pack archive holds something a pack may not: a link, a device, an
+    /// absolute or climbing path, a path too long to unpack.
+    PackArchiveInvalid,
+    /// A pack archive's bytes are damaged: not gzip, not tar, a gzip
+    /// stream cut short or whose trailer (CRC-32, length) does not match,
+    /// bytes after its end.
+    PackArchiveCorrupt,
+    /// A node type id is outside `[A-Za-z0-9._-]{1,128}`.
+    InvalidTypeId,
+    /// A registry document (discovery, index, key) is larger than the
+    /// client reads.
+    RegistryDocumentTooLarge,
 }
 
 impl ErrorCode {
@@ -135,11 +153,17 @@ impl ErrorCode {
             Self::PackRuntimeRequirementUnmet => "pack_runtime_requirement_unmet",
             Self::InvalidManifest => "invalid_manifest",
             Self::PackVersionNotFound => "pack_version_not_found",
+            Self::UnsupportedPackKind => "unsupported_pack_kind",
+            Self::PackTooLarge => "pack_too_large",
+            Self::PackArchiveInvalid => "pack_archive_invalid",
+            Self::PackArchiveCorrupt => "pack_archive_corrupt",
+            Self::InvalidTypeId => "invalid_type_id",
+            Self::RegistryDocumentTooLarge => "registry_document_too_large",
         }
     }
 
     /// Every code, in declaration order (for tables and documents).
-    pub const ALL: [ErrorCode; 37] = [
+    pub const ALL: [ErrorCode; 43] = [
         Self::SandboxEscapeAttempt,
         Self::SandboxCapabilityDenied,
         Self::SandboxMemoryExceeded,
@@ -177,6 +201,12 @@ impl ErrorCode {
         Self::PackRuntimeRequirementUnmet,
         Self::InvalidManifest,
         Self::PackVersionNotFound,
+        Self::UnsupportedPackKind,
+        Self::PackTooLarge,
+        Self::PackArchiveInvalid,
+        Self::PackArchiveCorrupt,
+        Self::InvalidTypeId,
+        Self::RegistryDocumentTooLarge,
     ];
 
     /// The code for a protocol string, if it is one of ours.
@@ -210,6 +240,11 @@ impl ErrorCode {
                 | Self::PackIntegrityFailure
                 | Self::PackRuntimeRequirementUnmet
                 | Self::InvalidManifest
+                | Self::UnsupportedPackKind
+                | Self::PackTooLarge
+                | Self::PackArchiveInvalid
+                | Self::PackArchiveCorrupt
+                | Self::InvalidTypeId
         )
     }
 }
@@ -420,6 +455,41 @@ pub enum LoadError {
     /// The runtime language/format is not supported.
     #[error("unsupported_runtime: {0}")]
     Unsupported(String),
+    /// The pack's `kind` is not one this host runs (`crate::runnable`).
+    #[error("unsupported_pack_kind: {message}")]
+    UnsupportedKind {
+        /// The kind the manifest declares.
+        kind: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
+    /// A pack archive was refused (`crate::archive`): too large
+    /// (`pack_too_large`), holding what a pack may not
+    /// (`pack_archive_invalid`) or damaged (`pack_archive_corrupt`).
+    #[error("{code}: {message}")]
+    Archive {
+        /// The code.
+        code: ErrorCode,
+        /// The archive, as given.
+        file: String,
+        /// `details.reason` (e.g. `too-many-entries`, `path-too-long`,
+        /// `gzip-trailer`).
+        reason: &'static str,
+        /// The cap, when a cap was passed.
+        limit: Option<u64>,
+        /// What was seen, when a cap was passed.
+        observed: Option<u64>,
+        /// What is wrong.
+        message: String,
+    },
+    /// A node type id is not `[A-Za-z0-9._-]{1,128}`.
+    #[error("invalid_type_id at {path}: {message}")]
+    TypeId {
+        /// JSON path of the id (`$.nodes[3].typeId`).
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
     /// The pack imports a host facility that would escape the sandbox.
     #[error(
         "sandbox_escape_attempt ({kind}): the pack imports `{import}`, which is never granted to packs"
@@ -523,6 +593,9 @@ impl LoadError {
             Self::Signature { .. } => ErrorCode::PackSignatureInvalid,
             Self::Escalation { .. } => ErrorCode::PackCapabilityEscalation,
             Self::Unsupported(_) => ErrorCode::UnsupportedRuntime,
+            Self::UnsupportedKind { .. } => ErrorCode::UnsupportedPackKind,
+            Self::Archive { code, .. } => *code,
+            Self::TypeId { .. } => ErrorCode::InvalidTypeId,
             Self::InvalidManifest { .. } => ErrorCode::InvalidManifest,
             Self::RequirementUnmet { .. } => ErrorCode::PackRuntimeRequirementUnmet,
             Self::Escape { .. } => ErrorCode::SandboxEscapeAttempt,
@@ -555,7 +628,24 @@ impl LoadError {
             Self::NotCanonical { path, reason, .. } => {
                 crate::details! {"path" => path, "reason" => reason}
             }
-            Self::InvalidManifest { path, .. } => crate::details! {"path" => path},
+            Self::InvalidManifest { path, .. } | Self::TypeId { path, .. } => {
+                crate::details! {"path" => path}
+            }
+            Self::UnsupportedKind { kind, .. } => crate::details! {"kind" => kind},
+            Self::Archive {
+                file,
+                reason,
+                limit,
+                observed,
+                ..
+            } => {
+                let mut d = crate::details! {"file" => file, "reason" => reason};
+                if let (Some(l), Some(o)) = (limit, observed) {
+                    d.insert("limit".to_owned(), Value::from(*l));
+                    d.insert("observed".to_owned(), Value::from(*o));
+                }
+                d
+            }
             Self::RequirementUnmet {
                 unmet,
                 manifest,

@@ -59,6 +59,7 @@ pub mod policy;
 pub mod ratelimit;
 pub mod replay;
 pub mod requires;
+pub mod runnable;
 pub mod sampling;
 pub mod secrets;
 pub mod time;

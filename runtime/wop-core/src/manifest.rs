@@ -118,6 +118,19 @@ fn req_str<'a>(v: &'a Value, key: &str, path: &str) -> Result<&'a str, LoadError
     }
 }
 
+/// Longest node type id.
+pub const MAX_TYPE_ID_BYTES: usize = 128;
+
+/// Whether `s` is a valid node type id: 1 to 128 of `[A-Za-z0-9._-]`, the
+/// rule MCP sets for tool names (type ids are served as MCP tool names and
+/// shown by clients).
+pub fn valid_type_id(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= MAX_TYPE_ID_BYTES
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
 /// Whether `s` is a valid pack name (lowercase letters, digits, `-._@/`;
 /// no empty, `.` or `..` segment between slashes).
 pub fn valid_name(s: &str) -> bool {
@@ -216,27 +229,6 @@ pub fn compare_versions(a: &str, b: &str) -> Option<std::cmp::Ordering> {
     })
 }
 
-/// Why a pack in another runtime language is refused, and what to do.
-fn unsupported_language(language: &str) -> String {
-    let shown = &language[..language.floor_char_boundary(40)];
-    let hint = match language {
-        "javascript" => {
-            "build it as a WebAssembly component with wop's JavaScript SDK (sdk/js), which packs a JavaScript pack into a `wasm-component`"
-        }
-        "python" => {
-            "build it as a WebAssembly component with wop's Python SDK (sdk/python), which packs a Python pack into a `wasm-component`"
-        }
-        "go" => {
-            "compile it to a WebAssembly component (`wasm-component`) or an ABI v1 core module (`wasm`)"
-        }
-        "remote" => "a remote pack runs on another host; wop runs only packs it can sandbox here",
-        _ => "wop runs WebAssembly packs only",
-    };
-    format!(
-        "runtime.language `{shown}` is not supported by wop: it runs `wasm-component` and `wasm` (ABI v1) packs; {hint}"
-    )
-}
-
 /// Checks that a manifest path stays inside the pack directory, lexically.
 /// (Symlinks are handled by opening through a `cap-std` `Dir`.)
 pub fn check_relative_path(path: &str, json_path: &str) -> Result<(), LoadError> {
@@ -277,15 +269,9 @@ impl Manifest {
         if !v.is_object() {
             return Err(err("$", "pack.json must be a JSON object"));
         }
-        match req_str(&v, "kind", "$")? {
-            "node" => {}
-            other => {
-                return Err(err(
-                    "$.kind",
-                    format!("is `{other}`; only `node` packs can run here"),
-                ));
-            }
-        }
+        // Kind and runtime language: what can run here, decided in one
+        // place (an absent `kind` is `node`, the protocol's rule).
+        crate::runnable::judge(&v)?;
         let name = req_str(&v, "name", "$")?;
         if !valid_name(name) {
             return Err(err(
@@ -321,6 +307,20 @@ impl Manifest {
                 return Err(err(p, "must be an object"));
             }
             let type_id = req_str(n, "typeId", &p)?;
+            if !valid_type_id(type_id) {
+                let shown: String = type_id
+                    .chars()
+                    .take(40)
+                    .map(|c| if c.is_control() { '?' } else { c })
+                    .collect();
+                return Err(LoadError::TypeId {
+                    path: format!("{p}.typeId"),
+                    message: format!(
+                        "`{shown}` ({} bytes) is not a node type id: 1 to {MAX_TYPE_ID_BYTES} of `A-Z a-z 0-9 . _ -` (what MCP allows in a tool name)",
+                        type_id.len()
+                    ),
+                });
+            }
             if !seen.insert(type_id.to_owned()) {
                 return Err(err(
                     format!("{p}.typeId"),
@@ -349,7 +349,11 @@ impl Manifest {
         let language = match req_str(rt, "language", "$.runtime")? {
             "wasm-component" => Language::WasmComponent,
             "wasm" => Language::Wasm,
-            other => return Err(LoadError::Unsupported(unsupported_language(other))),
+            other => {
+                return Err(LoadError::Unsupported(
+                    crate::runnable::unsupported_language(other),
+                ));
+            }
         };
         if language == Language::WasmComponent {
             match rt.get("format") {
@@ -490,7 +494,7 @@ mod tests {
     fn each_broken_field_is_named() {
         type Mutate = Box<dyn Fn(&mut Value)>;
         let cases: Vec<(&str, Mutate)> = vec![
-            ("$.kind", Box::new(|v| v["kind"] = json!("workflow"))),
+            ("$.kind", Box::new(|v| v["kind"] = json!(7))),
             ("$.name", Box::new(|v| v["name"] = json!("Bad Name"))),
             ("$.version", Box::new(|v| v["version"] = json!("1.0"))),
             (
@@ -673,6 +677,48 @@ mod tests {
                 other => panic!("{doc}: expected NotCanonical, got {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn type_ids_are_checked_with_their_path() {
+        for bad in [
+            "x\"><svg/onload=alert(1)>".to_owned(),
+            "a\nb".to_owned(),
+            String::new(),
+            "a".repeat(129),
+            "a b".to_owned(),
+            "é".to_owned(),
+        ] {
+            let mut v = good();
+            v["nodes"][0]["typeId"] = json!(bad);
+            match Manifest::parse(v.to_string().as_bytes()) {
+                Err(LoadError::TypeId { path, .. }) => assert_eq!(path, "$.nodes[0].typeId"),
+                // The empty id is refused as empty first.
+                Err(LoadError::Validation { path, .. }) if bad.is_empty() => {
+                    assert_eq!(path, "$.nodes[0].typeId")
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+        let mut v = good();
+        v["nodes"][0]["typeId"] = json!("a".repeat(128));
+        assert!(Manifest::parse(v.to_string().as_bytes()).is_ok());
+        let e = {
+            let mut v = good();
+            v["nodes"][0]["typeId"] = json!("x<y");
+            Manifest::parse(v.to_string().as_bytes()).unwrap_err()
+        };
+        assert_eq!(e.code().as_str(), "invalid_type_id");
+    }
+
+    #[test]
+    fn kind_absent_is_node_and_other_kinds_are_their_own_code() {
+        let mut v = good();
+        v.as_object_mut().unwrap().remove("kind");
+        assert!(Manifest::parse(v.to_string().as_bytes()).is_ok());
+        v["kind"] = json!("workflow-chain");
+        let e = Manifest::parse(v.to_string().as_bytes()).unwrap_err();
+        assert_eq!(e.code().as_str(), "unsupported_pack_kind", "{e}");
     }
 
     #[test]

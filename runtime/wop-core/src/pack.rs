@@ -78,33 +78,42 @@ pub struct EgressView {
 /// Reads and verifies the pack's files; returns the manifest, the entry
 /// bytes and their sha256. No signature check: see [`read_pack_trusted`].
 pub fn read_pack(dir: &Path) -> Result<(Manifest, Vec<u8>, String), LoadError> {
-    read_pack_with(dir, |_, _, _| Ok(()))
+    let root = open_root(dir)?;
+    let raw = read_capped(&root, MANIFEST_FILE, MAX_MANIFEST_BYTES, "$")?;
+    let manifest = Manifest::parse(&raw)?;
+    read_entry(&root, manifest)
 }
 
-/// [`read_pack`] plus the provenance check of [`crate::trust::check`]
-/// (signature against `[trust]`, capability escalation against
-/// `[packs.<name>] approved`) and the `runtime.requires[]` gate
-/// ([`crate::requires::check`]), done after the manifest is parsed and
-/// before the entry is even read.
+/// [`read_pack`] in the order of decision 0025: the provenance of
+/// `pack.json` first ([`crate::trust::provenance`]: the signature against
+/// `[trust]`, before anything in the manifest but its name is judged),
+/// then what the pack is and whether it can run here
+/// ([`crate::manifest::Manifest::parse`], which asks
+/// [`crate::runnable`]), then escalation against `[packs.<name>]
+/// approved` and the `runtime.requires[]` gate ([`crate::requires::check`]),
+/// and only then the entry is read and its pinned sha256 checked.
 pub fn read_pack_trusted(
     dir: &Path,
     policy: &Policy,
 ) -> Result<(Manifest, Vec<u8>, String), LoadError> {
-    read_pack_with(dir, |root, manifest, raw| {
-        let sig = read_sig(root)?;
-        crate::trust::check(policy, manifest, raw, sig.as_ref().map(Found::file))?;
-        crate::requires::check(policy, manifest)
-    })
+    let root = open_root(dir)?;
+    let raw = read_capped(&root, MANIFEST_FILE, MAX_MANIFEST_BYTES, "$")?;
+    let sig = read_sig(&root)?;
+    crate::trust::provenance(policy, &raw, sig.as_ref().map(Found::file))?;
+    let manifest = Manifest::parse(&raw)?;
+    crate::trust::check_escalation(policy, &manifest)?;
+    crate::requires::check(policy, &manifest)?;
+    read_entry(&root, manifest)
 }
 
-/// The pack's provenance verdict under `policy`, without reading the entry
-/// (for `wop inspect` / `wop verify`).
+/// The pack's provenance verdict under `policy`, without judging anything
+/// else in the manifest and without reading the entry (for `wop inspect` /
+/// `wop verify`): a pack of any kind or language gets one.
 pub fn trust_verdict(dir: &Path, policy: &Policy) -> Result<crate::trust::TrustVerdict, LoadError> {
     let root = open_root(dir)?;
     let raw = read_capped(&root, MANIFEST_FILE, MAX_MANIFEST_BYTES, "$")?;
-    let manifest = Manifest::parse(&raw)?;
     let sig = read_sig(&root)?;
-    crate::trust::check(policy, &manifest, &raw, sig.as_ref().map(Found::file))
+    crate::trust::provenance(policy, &raw, sig.as_ref().map(Found::file)).map(|(_, v)| v)
 }
 
 /// The manifest's file name inside a pack directory.
@@ -184,16 +193,9 @@ fn read_sig(root: &Dir) -> Result<Option<Found>, LoadError> {
     }
 }
 
-fn read_pack_with(
-    dir: &Path,
-    check: impl Fn(&Dir, &Manifest, &[u8]) -> Result<(), LoadError>,
-) -> Result<(Manifest, Vec<u8>, String), LoadError> {
-    let root = open_root(dir)?;
-    let manifest_bytes = read_capped(&root, MANIFEST_FILE, MAX_MANIFEST_BYTES, "$")?;
-    let manifest = Manifest::parse(&manifest_bytes)?;
-    check(&root, &manifest, &manifest_bytes)?;
+fn read_entry(root: &Dir, manifest: Manifest) -> Result<(Manifest, Vec<u8>, String), LoadError> {
     let entry = read_capped(
-        &root,
+        root,
         &manifest.runtime.entry,
         MAX_ENTRY_BYTES,
         "$.runtime.entry",

@@ -57,9 +57,24 @@ fn archive(dir: &std::path::Path, out: &std::path::Path) -> Result<u8, Failure> 
     Ok(0)
 }
 
+/// Reads a file of the pack source like every pack file
+/// (`wop_core::packfile`): a regular file, not followed if a symlink, not
+/// waited on if a FIFO, at most `cap` bytes (checked before reading).
+fn read_bounded(path: &std::path::Path, cap: u64) -> Result<Vec<u8>, Failure> {
+    wop_core::packfile::read_path(path, cap).map_err(|r| {
+        usage(anyhow::anyhow!(
+            "{}",
+            r.into_load_error("$", &path.display().to_string())
+        ))
+    })
+}
+
 fn name_of(src: &std::path::Path) -> Result<String, Failure> {
-    let text = std::fs::read_to_string(src.join("pack.json"))?;
-    let v: Value = serde_json::from_str(&text)?;
+    let text = read_bounded(
+        &src.join("pack.json"),
+        wop_core::packfile::MAX_MANIFEST_BYTES,
+    )?;
+    let v: Value = serde_json::from_slice(&text)?;
     v["name"]
         .as_str()
         .map(str::to_owned)
@@ -69,10 +84,8 @@ fn name_of(src: &std::path::Path) -> Result<String, Failure> {
 async fn assemble(a: &PackArgs, wasm_path: &std::path::Path) -> Result<u8, Failure> {
     use sha2::Digest;
     let template = a.src.join("pack.json");
-    let text = std::fs::read_to_string(&template)
-        .with_context(|| format!("cannot read {}", template.display()))
-        .map_err(usage)?;
-    let mut manifest: Value = serde_json::from_str(&text)
+    let text = read_bounded(&template, wop_core::packfile::MAX_MANIFEST_BYTES)?;
+    let mut manifest: Value = serde_json::from_slice(&text)
         .with_context(|| format!("{} is not valid JSON", template.display()))
         .map_err(usage)?;
     let name = manifest["name"]
@@ -100,9 +113,7 @@ async fn assemble(a: &PackArgs, wasm_path: &std::path::Path) -> Result<u8, Failu
         })?
         .to_owned();
     wop_runtime::manifest::check_relative_path(&entry, "$.runtime.entry").map_err(usage)?;
-    let wasm = std::fs::read(wasm_path)
-        .with_context(|| format!("cannot read the component {}", wasm_path.display()))
-        .map_err(usage)?;
+    let wasm = read_bounded(wasm_path, wop_core::packfile::MAX_ENTRY_BYTES)?;
     let sha = hex::encode(sha2::Sha256::digest(&wasm));
     match manifest.get_mut("x-wop") {
         Some(Value::Object(block)) => {

@@ -45,6 +45,11 @@ pub(crate) struct VerifyArgs {
     /// Operator policy (TOML) holding `[trust]`. Default: no trusted keys.
     #[arg(long)]
     policy: Option<PathBuf>,
+    /// The integrity a registry published for the archive
+    /// (`sha256-<base64>`, its index's `integrity`): checked before
+    /// anything in it is looked at.
+    #[arg(long)]
+    integrity: Option<String>,
     /// Print one JSON document.
     #[arg(long)]
     json: bool,
@@ -196,44 +201,96 @@ pub(crate) async fn sign(a: SignArgs) -> Result<u8, Failure> {
     Ok(0)
 }
 
-/// Checks signature, trust and integrity (no pack code is compiled or run).
+/// Checks provenance first, for a pack of any kind (decision 0025): the
+/// archive's integrity when `--integrity` is given, then the signature of
+/// `pack.json` against `[trust]`; only then whether the pack can run here
+/// (`wop_core::runnable`) and, for a pack that can, the rest of the
+/// manifest and the entry's pinned sha256. No pack code is compiled or
+/// run.
+///
+/// Exit 0 when the pack verifies, runnable here or not (the second line
+/// says which, with the code); 3 when provenance fails, or when a verified
+/// pack that is runnable here is refused by the rest of the check.
 pub(crate) async fn verify(a: VerifyArgs) -> Result<u8, Failure> {
     let policy = match &a.policy {
         Some(p) => Policy::from_file(p).map_err(usage)?,
         None => Policy::default(),
     };
     let input = crate::archive_input::open(&a.pack_dir, a.json)?;
-    let verdict = wop_core::pack::trust_verdict(input.dir(), &policy)
-        .and_then(|v| wop_core::pack::read_pack_trusted(input.dir(), &policy).map(|_| v));
-    match verdict {
-        Ok(v) => {
-            if a.json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(
-                        &json!({"pack": a.pack_dir.display().to_string(), "verified": true, "trust": v})
-                    )?
-                );
-            } else {
-                println!("{}: {v}; entry sha256 matches", a.pack_dir.display());
-            }
-            Ok(0)
+    let shown = a.pack_dir.display().to_string();
+    let refuse = |e: wop_runtime::LoadError, verified: bool| -> Result<u8, Failure> {
+        if a.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(
+                    &json!({"pack": shown, "verified": verified, "error": e.to_node_error()})
+                )?
+            );
         }
-        Err(e) => {
-            if a.json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(
-                        &json!({"pack": a.pack_dir.display().to_string(), "verified": false, "error": e.to_node_error()})
-                    )?
-                );
-            }
-            Err(Failure {
-                code: exit::PACK_REJECTED,
-                error: anyhow::anyhow!("pack {} refused: {e}", a.pack_dir.display()),
-            })
+        Err(Failure {
+            code: exit::PACK_REJECTED,
+            error: anyhow::anyhow!("pack {shown} refused: {e}"),
+        })
+    };
+    if let Some(want) = &a.integrity {
+        let Some(got) = input.integrity() else {
+            return Err(usage(anyhow::anyhow!(
+                "--integrity is for an archive (.tgz); {shown} is a directory"
+            )));
+        };
+        if got != want {
+            return refuse(
+                wop_runtime::LoadError::Component {
+                    code: wop_runtime::ErrorCode::PackIntegrityFailure,
+                    message: format!(
+                        "the archive is {got}, the registry published {want}; nothing in it was looked at"
+                    ),
+                },
+                false,
+            );
         }
     }
+    let verdict = match wop_core::pack::trust_verdict(input.dir(), &policy) {
+        Ok(v) => v,
+        Err(e) => return refuse(e, false),
+    };
+    let raw = wop_core::pack::read_manifest_bytes(input.dir()).ok();
+    let field = |k: &str| {
+        raw.as_deref()
+            .and_then(|r| serde_json::from_slice::<serde_json::Value>(r).ok())
+            .and_then(|v| v.get(k).and_then(|x| x.as_str()).map(str::to_owned))
+    };
+    let (name, version) = (field("name"), field("version"));
+    let checked = match wop_core::pack::read_pack_trusted(input.dir(), &policy) {
+        Ok(_) => None,
+        Err(e) if wop_core::runnable::is_not_runnable(&e) => Some(e),
+        Err(e) => return refuse(e, true),
+    };
+    if a.json {
+        let runnable = match &checked {
+            None => json!({"runnable": true}),
+            Some(e) => json!({"runnable": false, "error": e.to_node_error()}),
+        };
+        let mut doc = json!({
+            "pack": shown, "name": name, "version": version,
+            "verified": true, "trust": verdict, "integrity": input.integrity(),
+        });
+        if let (Some(o), Some(r)) = (doc.as_object_mut(), runnable.as_object()) {
+            o.extend(r.clone());
+        }
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        let what = match (&name, &version) {
+            (Some(n), Some(v)) => format!(" ({n}@{v})"),
+            _ => String::new(),
+        };
+        println!("{shown}{what}: verified: {verdict}");
+        match &checked {
+            None => println!("runnable here; entry sha256 matches"),
+            Some(e) => println!("not runnable here: {e}"),
+        }
+    }
+    Ok(0)
 }
 
 fn manifest_of(p: &Path) -> Result<wop_core::manifest::Manifest, Failure> {

@@ -152,3 +152,71 @@ fn a_gzip_bomb_stops_at_the_decompressed_cap() {
     let e = read_tgz_capped(&bomb, 8, 1 << 20, 128 << 20).unwrap_err();
     assert_eq!(e.reason, "entry-too-large", "{e}");
 }
+
+#[test]
+fn the_gzip_stream_is_read_to_its_end_and_checked() {
+    let good = tgz(&[file("pack.json", b"{}")]);
+    assert!(read_tgz(&good).is_ok());
+    let n = good.len();
+    let mut crc = good.clone();
+    crc[n - 8] ^= 1;
+    let mut len = good.clone();
+    len[n - 2] ^= 1;
+    let mut junk = good.clone();
+    junk.extend_from_slice(b"junk");
+    let mut two = good.clone();
+    two.extend_from_slice(&good);
+    for (what, bytes, reason) in [
+        ("crc", crc, "gzip-trailer"),
+        ("length", len, "gzip-trailer"),
+        ("cut", good[..n - 8].to_vec(), "gzip-truncated"),
+        ("cut-1", good[..n - 1].to_vec(), "gzip-truncated"),
+        ("junk", junk, "trailing-bytes"),
+        ("two-members", two, "trailing-bytes"),
+    ] {
+        let e = read_tgz(&bytes).unwrap_err();
+        assert_eq!(
+            (e.reason, e.code),
+            (reason, ErrorCode::PackArchiveCorrupt),
+            "{what}: {e}"
+        );
+    }
+}
+
+#[test]
+fn long_paths_are_refused_before_anything_is_written() {
+    let seg = "a".repeat(256);
+    let e = check_entry_path(&seg).unwrap_err();
+    assert_eq!(
+        (e.reason, e.limit, e.observed),
+        ("path-too-long", Some(255), Some(256))
+    );
+    assert_eq!(e.code, ErrorCode::PackArchiveInvalid);
+    assert!(check_entry_path(&"a".repeat(255)).is_ok());
+    let deep = vec!["d".repeat(200); 6].join("/");
+    let e = check_entry_path(&deep).unwrap_err();
+    assert_eq!((e.reason, e.limit), ("path-too-long", Some(1024)));
+}
+
+#[test]
+fn the_root_directory_entry_is_skipped() {
+    let dot = (header("./", b'5', 0, ""), vec![]);
+    let files = read_tgz(&tgz(&[dot, file("./pack.json", b"{}")])).unwrap();
+    assert_eq!(files.keys().collect::<Vec<_>>(), ["pack.json"]);
+}
+
+#[test]
+fn real_sized_packs_fit_and_the_entry_cap_reports_its_numbers() {
+    let many: Vec<_> = (0..200).map(|i| file(&format!("f{i}"), b"x")).collect();
+    assert_eq!(read_tgz(&tgz(&many)).unwrap().len(), 200);
+    let e = read_tgz_capped(&tgz(&many), 100, 1 << 20, 1 << 30).unwrap_err();
+    assert_eq!(
+        (e.reason, e.code, e.limit, e.observed),
+        (
+            "too-many-entries",
+            ErrorCode::PackTooLarge,
+            Some(100),
+            Some(101)
+        )
+    );
+}

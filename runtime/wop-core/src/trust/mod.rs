@@ -65,6 +65,14 @@ pub struct TrustSection {
     /// Trusted keys by id.
     #[serde(default)]
     pub keys: BTreeMap<String, TrustedKey>,
+    /// What a registry's own keys may sign when trusted with `wop install
+    /// --trust-registry`: name patterns as in `keys.*.packs`. Each
+    /// registry key signs only the intersection of this and the
+    /// `permittedNamespaces` the registry declares for it, and never a
+    /// name an operator key's pattern covers. Absent: every name no
+    /// operator key covers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry_namespaces: Option<Vec<String>>,
 }
 
 /// One trusted key.
@@ -79,10 +87,15 @@ pub struct TrustedKey {
     /// `{keyId}.pub`); instead of `publicKey`.
     #[serde(default)]
     pub public_key_file: Option<std::path::PathBuf>,
-    /// Pack names this key may sign: exact names, `prefix*` (e.g. `acme.*`)
-    /// or `*`. Empty: none.
+    /// Pack names this key may sign: exact names, `prefix.*` (e.g.
+    /// `acme.*`: every name below `acme.`) or `*`. Empty: none.
     #[serde(default)]
     pub packs: Vec<String>,
+    /// Names this key may never sign, whatever `packs` says: for a
+    /// registry's key trusted with `wop install --trust-registry`, every
+    /// pattern an operator key covers (never set from a policy file).
+    #[serde(skip)]
+    pub never: Vec<String>,
 }
 
 impl TrustSection {
@@ -97,26 +110,123 @@ impl TrustSection {
                 check_pattern(p).map_err(|e| format!("trust.keys.{id}.packs[{i}]: {e}"))?;
             }
         }
+        for (i, p) in self.registry_namespaces.iter().flatten().enumerate() {
+            check_pattern(p).map_err(|e| format!("trust.registryNamespaces[{i}]: {e}"))?;
+        }
         Ok(())
+    }
+
+    /// A registry's key as this operator trusts it: limited to the
+    /// intersection of what the registry declares for it (`declared`,
+    /// its `permittedNamespaces`) and `registryNamespaces`, and never over
+    /// a name an operator key covers. A declared pattern that is not a
+    /// name pattern (`hel*`) is dropped. Returns the key and the dropped
+    /// patterns.
+    pub fn registry_key(
+        &self,
+        public_key: String,
+        declared: &[String],
+    ) -> (TrustedKey, Vec<String>) {
+        let mut dropped = Vec::new();
+        let mut packs = Vec::new();
+        let allowed: Vec<String> = self
+            .registry_namespaces
+            .clone()
+            .unwrap_or_else(|| vec!["*".to_owned()]);
+        for d in declared {
+            if check_pattern(d).is_err() {
+                dropped.push(d.clone());
+                continue;
+            }
+            for a in &allowed {
+                if let Some(m) = pattern_meet(d, a)
+                    && !packs.contains(&m)
+                {
+                    packs.push(m);
+                }
+            }
+        }
+        let never = self
+            .keys
+            .values()
+            .flat_map(|k| k.packs.iter().cloned())
+            .collect();
+        (
+            TrustedKey {
+                public_key: Some(public_key),
+                public_key_file: None,
+                packs,
+                never,
+            },
+            dropped,
+        )
     }
 }
 
-fn check_pattern(p: &str) -> Result<(), String> {
-    let body = p.strip_suffix('*').unwrap_or(p);
-    if p.is_empty() || body.contains('*') {
+/// The intersection of two name patterns (each `*`, `prefix.*` or exact),
+/// as one pattern, or `None` when no name matches both.
+pub fn pattern_meet(a: &str, b: &str) -> Option<String> {
+    let exact = |p: &str| p != "*" && !p.ends_with(".*");
+    if a == "*" {
+        return Some(b.to_owned());
+    }
+    if b == "*" {
+        return Some(a.to_owned());
+    }
+    if exact(a) {
+        return name_matches(b, a).then(|| a.to_owned());
+    }
+    if exact(b) {
+        return name_matches(a, b).then(|| b.to_owned());
+    }
+    // Both `x.*`: the narrower, if one lies below the other.
+    let (x, y) = (&a[..a.len() - 2], &b[..b.len() - 2]);
+    if x == y || name_matches(b, x) {
+        Some(a.to_owned())
+    } else if name_matches(a, y) {
+        Some(b.to_owned())
+    } else {
+        None
+    }
+}
+
+/// Checks a name pattern (decision 0021, the registry's rule): `*`
+/// alone, `prefix.*` (every name below `prefix.`), or an exact name. A
+/// `*` anywhere else (`hel*`, `a*b`, `acme*`) is refused rather than
+/// read one way here and another by the registry.
+pub fn check_pattern(p: &str) -> Result<(), String> {
+    if p == "*" {
+        return Ok(());
+    }
+    let body = p.strip_suffix(".*").unwrap_or(p);
+    if body.is_empty() || body.contains('*') {
         return Err(format!(
-            "`{p}` is not a name pattern (an exact name, `prefix*` or `*`)"
+            "`{p}` is not a name pattern: give an exact name, `prefix.*` (every name below `prefix.`, e.g. `acme.*`) or `*` (every name); `*` is accepted nowhere else"
         ));
     }
     Ok(())
 }
 
-/// Whether the name pattern `pattern` covers the pack name `name`.
+/// Whether the name pattern `pattern` covers the pack name `name`: `*`
+/// every name, `prefix.*` every name below `prefix.` (never `prefix`
+/// itself), anything else exactly itself.
 pub fn name_matches(pattern: &str, name: &str) -> bool {
-    match pattern.strip_suffix('*') {
-        Some(prefix) => name.starts_with(prefix),
+    if pattern == "*" {
+        return true;
+    }
+    match pattern.strip_suffix(".*") {
+        Some(prefix) => name
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with('.') && rest.len() > 1),
         None => pattern == name,
     }
+}
+
+/// Whether the key `key` may sign the pack `name`: a pattern of its
+/// `packs` covers the name and none of its `never` does.
+pub fn key_allows(key: &TrustedKey, name: &str) -> bool {
+    key.packs.iter().any(|p| name_matches(p, name))
+        && !key.never.iter().any(|p| name_matches(p, name))
 }
 
 impl TrustedKey {
@@ -269,6 +379,16 @@ pub fn verify(
     let (kid, signature, signed, legacy): (String, Vec<u8>, Vec<u8>, bool) = match sig {
         None => {
             if protocol::has_signing_block(manifest) {
+                // A retired or unknown `signing` form says so, rather than
+                // "no signature file" (the retired `method: ed25519`
+                // signed the whole tarball and ships no keys/pack.json.sig).
+                if let Err(e) = protocol::signing_key_id(manifest) {
+                    return Err(refuse(
+                        SigFailure::Malformed,
+                        None,
+                        format!("pack `{name}`: {e}"),
+                    ));
+                }
                 return Err(refuse(
                     SigFailure::Missing,
                     None,
@@ -339,13 +459,18 @@ pub fn verify(
             ),
         ));
     };
-    if !key.packs.iter().any(|p| name_matches(p, name)) {
+    if !key_allows(key, name) {
+        let why = if key.never.iter().any(|p| name_matches(p, name)) {
+            format!(
+                "`{name}` is covered by an operator key's pattern, which a registry's key never signs for"
+            )
+        } else {
+            format!("trust.keys.{kid}.packs does not cover `{name}`")
+        };
         return Err(refuse(
             SigFailure::KeyNotAllowed,
             Some(kid),
-            format!(
-                "key `{kid}` is trusted, but not to sign packs named `{name}` (trust.keys.{kid}.packs)"
-            ),
+            format!("key `{kid}` is trusted, but not to sign packs named `{name}`: {why}"),
         ));
     }
     let bad = |what: &str| {
@@ -388,14 +513,75 @@ pub fn public_key_of(seed: &[u8; 32]) -> String {
 
 /// Reads an approved manifest: `path` is a `pack.json` or a directory
 /// holding one.
+///
+/// Read like every pack file ([`crate::packfile`]): a regular file, not
+/// followed if a symlink, opened without blocking, at most
+/// [`crate::packfile::MAX_MANIFEST_BYTES`] bytes (checked before reading).
 pub fn read_approved(path: &std::path::Path) -> Result<Manifest, String> {
     let file = if path.is_dir() {
         path.join("pack.json")
     } else {
         path.to_path_buf()
     };
-    let bytes = std::fs::read(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let bytes =
+        crate::packfile::read_path(&file, crate::packfile::MAX_MANIFEST_BYTES).map_err(|r| {
+            format!(
+                "cannot read {}: {}",
+                file.display(),
+                r.into_load_error("$", &file.display().to_string())
+            )
+        })?;
     Manifest::parse(&bytes).map_err(|e| format!("{}: {e}", file.display()))
+}
+
+/// The name a `pack.json` declares, read for the signature check only:
+/// the bytes must be representable exactly by the canonical form
+/// ([`crate::ijson`]: no repeated member, so there is one `name`) and a
+/// JSON object whose `name` is a valid pack name. Nothing else in the
+/// manifest is judged here: what the pack is and whether it can run are
+/// decided after its provenance ([`crate::runnable`]).
+pub fn signed_name(manifest: &[u8]) -> Result<String, LoadError> {
+    crate::ijson::check(manifest).map_err(|f| LoadError::NotCanonical {
+        path: f.path,
+        reason: f.violation.reason(),
+        message: f.message,
+    })?;
+    let v: serde_json::Value = serde_json::from_slice(manifest)
+        .map_err(|e| LoadError::validation("$", format!("pack.json is not valid JSON: {e}")))?;
+    match v.get("name") {
+        Some(serde_json::Value::String(n)) if crate::manifest::valid_name(n) => Ok(n.clone()),
+        Some(serde_json::Value::String(n)) => Err(LoadError::validation(
+            "$.name",
+            format!(
+                "`{}` must be lowercase letters, digits and `-._@/`",
+                &n[..n.floor_char_boundary(80)]
+            ),
+        )),
+        Some(_) => Err(LoadError::validation("$.name", "must be a string")),
+        None if v.is_object() => Err(LoadError::validation("$.name", "is required")),
+        None => Err(LoadError::validation(
+            "$",
+            "pack.json must be a JSON object",
+        )),
+    }
+}
+
+/// The provenance of a `pack.json` under `policy`, before anything else
+/// about it is judged: its name (for the keys' namespaces) and signature.
+pub fn provenance(
+    policy: &Policy,
+    raw_manifest: &[u8],
+    sig: Option<SigFile<'_>>,
+) -> Result<(String, TrustVerdict), LoadError> {
+    let name = signed_name(raw_manifest)?;
+    let verdict = verify(
+        &policy.trust,
+        &name,
+        signature_required(policy, &name),
+        raw_manifest,
+        sig,
+    )?;
+    Ok((name, verdict))
 }
 
 /// Refuses `manifest` when the policy approved another version of this
@@ -485,25 +671,6 @@ pub fn signature_required(policy: &Policy, name: &str) -> bool {
         .get(name)
         .and_then(|g| g.require_signature)
         .unwrap_or(policy.trust.require_signature)
-}
-
-/// The whole provenance check for a parsed manifest: signature, then
-/// escalation. Runs before the entry is read or compiled.
-pub fn check(
-    policy: &Policy,
-    manifest: &Manifest,
-    raw_manifest: &[u8],
-    sig: Option<SigFile<'_>>,
-) -> Result<TrustVerdict, LoadError> {
-    let verdict = verify(
-        &policy.trust,
-        &manifest.name,
-        signature_required(policy, &manifest.name),
-        raw_manifest,
-        sig,
-    )?;
-    check_escalation(policy, manifest)?;
-    Ok(verdict)
 }
 
 #[cfg(test)]

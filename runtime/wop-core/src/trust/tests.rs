@@ -12,11 +12,13 @@ fn section(patterns: &[&str]) -> TrustSection {
             public_key: Some(public_key_of(&SEED)),
             public_key_file: None,
             packs: patterns.iter().map(|p| (*p).to_owned()).collect(),
+            never: Vec::new(),
         },
     );
     TrustSection {
         require_signature: false,
         keys,
+        registry_namespaces: None,
     }
 }
 
@@ -160,6 +162,8 @@ fn protocol_signatures_verify_over_the_exact_bytes() {
         reason(run(&trust(&["*"]), "a", retired, Some(&sig))),
         "malformed"
     );
+    // As the registry ships it: no keys/pack.json.sig at all.
+    assert_eq!(reason(run(&trust(&["*"]), "a", retired, None)), "malformed");
     let v2 = br#"{"name":"a","signing":{"keyId":"k","scheme":"ed25519-canonical-json"}}"#;
     assert_eq!(protocol::signing_key_id(v2).unwrap(), "k");
 }
@@ -318,6 +322,56 @@ fn name_patterns() {
     assert!(check_pattern("a*b").is_err());
     assert!(check_pattern("").is_err());
     assert!(check_pattern("acme.*").is_ok());
+    // Decision 0021: `*` is `*` alone or the `.*` suffix; `hel*` would be
+    // a prefix here and exact at the registry, so it is refused.
+    for bad in ["hel*", "acme*", ".*", "*.acme", "a.*.b"] {
+        assert!(check_pattern(bad).is_err(), "{bad}");
+    }
+    assert!(check_pattern("*").is_ok());
+    assert!(!name_matches("acme.*", "acme."));
+}
+
+#[test]
+fn a_key_never_signs_what_its_never_list_covers() {
+    let mut t = section(&["*"]);
+    t.keys.get_mut("k").unwrap().never = vec!["acme.*".to_owned()];
+    let (bytes, raw) = protocol::sign(MANIFEST, &SEED, "k").unwrap();
+    match verify(
+        &t,
+        "acme.fetch",
+        true,
+        &bytes,
+        Some(SigFile::Protocol(&raw)),
+    ) {
+        Err(LoadError::Signature { reason, .. }) => assert_eq!(reason, "key-not-allowed"),
+        other => panic!("{other:?}"),
+    }
+    t.keys.get_mut("k").unwrap().never = vec!["other.*".to_owned()];
+    assert!(
+        verify(
+            &t,
+            "acme.fetch",
+            true,
+            &bytes,
+            Some(SigFile::Protocol(&raw))
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn policy_load_refuses_a_prefix_star_pattern() {
+    let doc = format!(
+        "[trust.keys.k]\npublicKey = \"{}\"\npacks = [\"hel*\"]\n",
+        public_key_of(&SEED)
+    );
+    let e = crate::policy::Policy::from_toml(&doc)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("trust.keys.k.packs[0]") && e.contains("hel*"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -466,4 +520,74 @@ fn bare_modules_are_judged_by_their_declared_name() {
     )
     .unwrap();
     assert!(!signature_required_for_all(&exempt));
+}
+
+#[test]
+fn pattern_intersections() {
+    for (a, b, want) in [
+        ("*", "acme.*", Some("acme.*")),
+        ("acme.*", "*", Some("acme.*")),
+        ("acme.*", "acme.x.*", Some("acme.x.*")),
+        ("acme.x.*", "acme.*", Some("acme.x.*")),
+        ("acme.*", "acme.*", Some("acme.*")),
+        ("acme.*", "other.*", None),
+        ("acme.*", "acmex.*", None),
+        ("acme.fetch", "acme.*", Some("acme.fetch")),
+        ("acme.*", "acme.fetch", Some("acme.fetch")),
+        ("acme", "acme.*", None),
+        ("a.b", "a.b", Some("a.b")),
+        ("a.b", "a.c", None),
+    ] {
+        assert_eq!(pattern_meet(a, b).as_deref(), want, "{a} ∩ {b}");
+    }
+}
+
+#[test]
+fn registry_keys_get_the_intersection_and_never_an_operator_namespace() {
+    let mut t = section(&["acme.*"]);
+    // The registry claims everything.
+    let (k, dropped) = t.registry_key(public_key_of(&OTHER), &["*".to_owned(), "hel*".to_owned()]);
+    assert_eq!(k.packs, ["*"]);
+    assert_eq!(dropped, ["hel*"]);
+    assert!(
+        !key_allows(&k, "acme.widget"),
+        "an operator key covers acme.*"
+    );
+    assert!(key_allows(&k, "community.x"));
+    // The operator narrows what registry keys may sign.
+    t.registry_namespaces = Some(vec!["community.*".to_owned()]);
+    let (k, _) = t.registry_key(
+        public_key_of(&OTHER),
+        &["*".to_owned(), "core.openwop.*".to_owned()],
+    );
+    assert_eq!(k.packs, ["community.*"]);
+    assert!(!key_allows(&k, "core.openwop.http"));
+    assert!(key_allows(&k, "community.demo"));
+}
+
+#[test]
+fn an_approved_manifest_is_read_bounded_and_never_from_a_device_or_fifo() {
+    // Old code: std::fs::read, which reads /dev/zero until memory runs out.
+    let e = read_approved(std::path::Path::new("/dev/zero")).unwrap_err();
+    assert!(e.contains("device"), "{e}");
+    let dir = std::env::temp_dir().join(format!("wop-approved-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("pack.json");
+    let _ = std::fs::remove_file(&fifo);
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        // Never opened for reading (that would block): refused by its kind.
+        let e = read_approved(&dir).unwrap_err();
+        assert!(e.contains("FIFO"), "{e}");
+        std::fs::remove_file(&fifo).unwrap();
+    }
+    let big = dir.join("big.json");
+    std::fs::write(
+        &big,
+        vec![b' '; (crate::packfile::MAX_MANIFEST_BYTES + 1) as usize],
+    )
+    .unwrap();
+    let e = read_approved(&big).unwrap_err();
+    assert!(e.contains("the limit is"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

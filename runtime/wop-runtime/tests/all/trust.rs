@@ -69,14 +69,14 @@ async fn signed_pack_loads_and_tampering_is_refused_before_compiling() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = copy_pack("hello", tmp.path());
     sign(&dir, &SEED, "acme");
-    let rt = runtime(&policy("\"hel*\"", ""));
+    let rt = runtime(&policy("\"hello\"", ""));
     rt.load_pack(&dir).await.expect("a signed pack loads");
 
     // Tampered pack.json (signature no longer verifies).
     let t = copy_pack("hello", &tmp.path().join("t"));
     sign(&t, &SEED, "acme");
     let text = std::fs::read_to_string(t.join("pack.json")).unwrap();
-    let rt = runtime(&policy("\"hel*\"", ""));
+    let rt = runtime(&policy("\"hello\"", ""));
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let mut v2 = v.clone();
     v2["x-wop"]["capabilities"] = serde_json::json!(["log", "clock", "random", "tools"]);
@@ -105,7 +105,7 @@ async fn signed_pack_loads_and_tampering_is_refused_before_compiling() {
     assert!(msg.contains("key-not-allowed"), "{msg}");
 
     // Missing signature when required.
-    let rt = runtime(&policy("\"hel*\"", ""));
+    let rt = runtime(&policy("\"hello\"", ""));
     let msg = refused(&rt, &pack("hello"), ErrorCode::PackSignatureInvalid).await;
     assert!(msg.contains("missing"), "{msg}");
     // ... and per pack.

@@ -17,6 +17,33 @@ pub(crate) const MAX_DOC_BYTES: u64 = 4 << 20;
 /// Largest pack archive downloaded.
 pub(crate) const MAX_TARBALL_BYTES: u64 = 64 << 20;
 
+/// Why a GET failed: `too_large` when the body passed the cap (its own
+/// code for the caller: `registry_document_too_large` for a document,
+/// `pack_too_large` for an archive), else anything else (unreachable, an
+/// HTTP status, a refused destination).
+#[derive(Debug)]
+pub(crate) struct GetError {
+    /// The body was larger than the cap.
+    pub(crate) too_large: bool,
+    /// For people.
+    pub(crate) message: String,
+}
+
+impl std::fmt::Display for GetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<String> for GetError {
+    fn from(message: String) -> Self {
+        GetError {
+            too_large: false,
+            message,
+        }
+    }
+}
+
 /// A client for one registry origin.
 pub(crate) struct Client {
     base: url::Url,
@@ -62,16 +89,16 @@ impl Client {
     }
 
     /// GETs `url`, at most `cap` bytes; the body of a 200.
-    pub(crate) async fn get(&self, url: &url::Url, cap: u64) -> Result<Vec<u8>, String> {
+    pub(crate) async fn get(&self, url: &url::Url, cap: u64) -> Result<Vec<u8>, GetError> {
         let mut settings = self.settings;
         settings.max_response_bytes = cap;
         let engine = Arc::new(Egress::new(settings, None));
         let target = check_url(url, &self.allow, settings.allow_loopback)
-            .map_err(|d| format!("{url}: {} ({})", d.message, d.reason))?;
+            .map_err(|d| GetError::from(format!("{url}: {} ({})", d.message, d.reason)))?;
         let addrs = engine
             .resolve_checked(&target, settings.connect_timeout)
             .await
-            .map_err(|d| format!("{url}: {} ({})", d.message, d.reason))?;
+            .map_err(|d| GetError::from(format!("{url}: {} ({})", d.message, d.reason)))?;
         let fetch = GuardedFetch::new(
             PackEgress {
                 engine,
@@ -98,22 +125,32 @@ impl Client {
             credentials: Vec::new(),
             traceparent: None,
         };
-        let v = fetch
-            .call(call)
-            .await
-            .map_err(|f| format!("{url}: {} ({})", f.message, f.code))?;
+        let v = fetch.call(call).await.map_err(|f| {
+            let too_large = f
+                .details
+                .as_ref()
+                .is_some_and(|d| d["reason"] == "body-too-large");
+            GetError {
+                too_large,
+                message: if too_large {
+                    format!("{url}: larger than the {cap} bytes read ({})", f.message)
+                } else {
+                    format!("{url}: {} ({})", f.message, f.code)
+                },
+            }
+        })?;
         let status = v["status"].as_u64().unwrap_or(0);
         if status != 200 {
-            return Err(format!("{url}: HTTP {status}"));
+            return Err(format!("{url}: HTTP {status}").into());
         }
         base64::engine::general_purpose::STANDARD
             .decode(v["body"].as_str().unwrap_or_default())
-            .map_err(|_| format!("{url}: the response could not be decoded"))
+            .map_err(|_| format!("{url}: the response could not be decoded").into())
     }
 
-    /// GETs and parses a JSON document.
-    pub(crate) async fn json(&self, url: &url::Url) -> Result<serde_json::Value, String> {
+    /// GETs and parses a JSON document (at most [`MAX_DOC_BYTES`]).
+    pub(crate) async fn json(&self, url: &url::Url) -> Result<serde_json::Value, GetError> {
         let bytes = self.get(url, MAX_DOC_BYTES).await?;
-        serde_json::from_slice(&bytes).map_err(|e| format!("{url}: not JSON: {e}"))
+        serde_json::from_slice(&bytes).map_err(|e| format!("{url}: not JSON: {e}").into())
     }
 }

@@ -20,7 +20,7 @@ use crate::common::{Failure, exit, usage};
 use clap::Args;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use wop_core::trust::{SigFile, TrustSection, TrustedKey, protocol};
+use wop_core::trust::{SigFile, TrustSection, protocol};
 use wop_runtime::{ErrorCode, Policy};
 
 /// `wop install` arguments.
@@ -192,9 +192,13 @@ fn archive_path(a: &InstallArgs, name: &str, version: &str) -> PathBuf {
 
 fn read_files(bytes: &[u8], what: &str) -> Result<BTreeMap<String, Vec<u8>>, Failure> {
     wop_core::archive::read_tgz(bytes).map_err(|e| {
+        let numbers = match (e.limit, e.observed) {
+            (Some(l), Some(o)) => format!(", limit: {l}, observed: {o}"),
+            _ => String::new(),
+        };
         refused(
-            ErrorCode::PackValidationFailed,
-            format!("{what}: {} (reason: {})", e.message, e.reason),
+            e.code,
+            format!("{what}: {} (reason: {}{numbers})", e.message, e.reason),
         )
     })
 }
@@ -258,7 +262,13 @@ async fn online(
     locked: Option<&lock::Locked>,
 ) -> Result<Got, Failure> {
     let c = client::Client::new(registry, policy).map_err(usage_s)?;
-    let unreachable = |e: String| failed(format!("pack_registry_unreachable: {e}"));
+    let unreachable = |e: client::GetError| {
+        if e.too_large {
+            refused(ErrorCode::RegistryDocumentTooLarge, e)
+        } else {
+            failed(format!("pack_registry_unreachable: {e}"))
+        }
+    };
     let disc_url = c
         .url(".well-known/openwop-registry.json")
         .map_err(usage_s)?;
@@ -267,10 +277,17 @@ async fn online(
         .url(&index::fill(&disc.pack_metadata, &[("name", name)]))
         .map_err(usage_s)?;
     let idx = c.json(&idx_url).await.map_err(|e| {
-        refused(
-            ErrorCode::NotFound,
-            format!("the registry has no readable index of `{name}`: {e}"),
-        )
+        if e.too_large {
+            refused(
+                ErrorCode::RegistryDocumentTooLarge,
+                format!("the registry's index of `{name}` is too large: {e}"),
+            )
+        } else {
+            refused(
+                ErrorCode::NotFound,
+                format!("the registry has no readable index of `{name}`: {e}"),
+            )
+        }
     })?;
     let rows = index::rows(&idx).map_err(failed)?;
     let row = index::choose(&rows, pin).map_err(|e| match e {
@@ -301,7 +318,13 @@ async fn online(
     let bytes = c
         .get(&tar_url, client::MAX_TARBALL_BYTES)
         .await
-        .map_err(unreachable)?;
+        .map_err(|e| {
+            if e.too_large {
+                refused(ErrorCode::PackTooLarge, e)
+            } else {
+                failed(format!("pack_registry_unreachable: {e}"))
+            }
+        })?;
     let integrity = wop_core::archive::integrity(&bytes);
     if integrity != row.integrity {
         return Err(refused(
@@ -325,14 +348,15 @@ async fn online(
                 .get(&c.url(&path).map_err(usage_s)?, client::MAX_DOC_BYTES)
                 .await
                 .map_err(unreachable)?;
-            keys.keys.insert(
-                id.clone(),
-                TrustedKey {
-                    public_key: Some(String::from_utf8_lossy(&pem).into_owned()),
-                    public_key_file: None,
-                    packs: namespaces.clone(),
-                },
-            );
+            let (key, dropped) = policy
+                .trust
+                .registry_key(String::from_utf8_lossy(&pem).into_owned(), namespaces);
+            for d in dropped {
+                eprintln!(
+                    "wop: warning: the registry's key `{id}` declares `{d}`, which is not a name pattern (exact, `prefix.*` or `*`); ignored"
+                );
+            }
+            keys.keys.insert(id.clone(), key);
         }
     }
     Ok(Got {
@@ -358,17 +382,42 @@ fn place(
             "the archive has no pack.json at its root",
         ));
     };
-    let manifest =
-        wop_core::manifest::Manifest::parse(manifest_bytes).map_err(|e| refused(e.code(), e))?;
-    if manifest.name != name {
+    // Provenance first (decision 0025): the archive's integrity was
+    // checked on download; now the signature, against the operator's keys
+    // and the registry's if trusted (a registry key never replaces an
+    // operator key of the same id, and never signs a name an operator key
+    // covers). Only then is the manifest judged, starting with whether
+    // the pack can run here.
+    let mut trust = got.keys.clone();
+    trust.keys.extend(policy.trust.keys.clone());
+    let sig = got
+        .files
+        .get(protocol::SIG_PATH)
+        .map(|s| SigFile::Protocol(s));
+    let signed_name =
+        wop_core::trust::signed_name(manifest_bytes).map_err(|e| refused(e.code(), e))?;
+    if signed_name != name {
         return Err(refused(
             ErrorCode::PackValidationFailed,
-            format!(
-                "the archive of `{name}` holds a pack named `{}`; refused",
-                manifest.name
-            ),
+            format!("the archive of `{name}` holds a pack named `{signed_name}`; refused"),
         ));
     }
+    let verdict =
+        wop_core::trust::verify(&trust, &signed_name, !a.allow_unsigned, manifest_bytes, sig)
+            .map_err(|e| refused(e.code(), e))?;
+    let manifest = wop_core::manifest::Manifest::parse(manifest_bytes).map_err(|e| {
+        if wop_core::runnable::is_not_runnable(&e) {
+            refused(
+                e.code(),
+                format!(
+                    "{name}@{} is verified ({verdict}) but cannot run here: {e}",
+                    got.version
+                ),
+            )
+        } else {
+            refused(e.code(), e)
+        }
+    })?;
     if manifest.version != got.version {
         return Err(refused(
             ErrorCode::PackValidationFailed,
@@ -378,22 +427,6 @@ fn place(
             ),
         ));
     }
-    // The operator's keys, and the registry's if trusted; a registry key
-    // never replaces an operator key of the same id.
-    let mut trust = got.keys.clone();
-    trust.keys.extend(policy.trust.keys.clone());
-    let sig = got
-        .files
-        .get(protocol::SIG_PATH)
-        .map(|s| SigFile::Protocol(s));
-    let verdict = wop_core::trust::verify(
-        &trust,
-        &manifest.name,
-        !a.allow_unsigned,
-        manifest_bytes,
-        sig,
-    )
-    .map_err(|e| refused(e.code(), e))?;
     wop_core::requires::check(policy, &manifest).map_err(|e| refused(e.code(), e))?;
     wop_core::trust::check_escalation(policy, &manifest).map_err(|e| refused(e.code(), e))?;
 
