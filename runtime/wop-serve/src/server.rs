@@ -354,6 +354,18 @@ impl Server {
             .all()
             .map(|t| t.descriptor.tool_id.clone())
             .collect();
+        // Every metric label value: from the configuration, never traffic.
+        let vocab = crate::metrics::Vocab {
+            tools: rt_tools.into_iter().collect(),
+            mcp_servers: rt.mcp_servers().into_iter().map(|(id, _)| id).collect(),
+            packs: loaded.iter().map(|(_, _, name)| name.clone()).collect(),
+            node_types: nodes.keys().cloned().collect(),
+            tenants: tokens
+                .values()
+                .map(|p| p.tenant.clone())
+                .chain([crate::state::ANON_TENANT.to_owned()])
+                .collect(),
+        };
         let refreshed_at = crate::routes::rfc3339(wop_runtime::effects::now_ms());
         let capability_doc = crate::routes::capability_doc(&rt, &refreshed_at);
         let etag = {
@@ -385,7 +397,7 @@ impl Server {
             refused,
             provenance,
             claims: Default::default(),
-            metrics: crate::metrics::Metrics::new(rt_tools.into_iter().collect()),
+            metrics: crate::metrics::Metrics::new(vocab),
             recent: Default::default(),
             sessions: Default::default(),
         });
