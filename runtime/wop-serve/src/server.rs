@@ -388,6 +388,11 @@ impl Server {
                 .iter()
                 .filter_map(|o| crate::guard::normalize_origin(o))
                 .collect(),
+            proxies: cfg
+                .trusted_proxies
+                .iter()
+                .filter_map(|p| crate::config::Net::parse(p))
+                .collect(),
             rt,
             cfg,
             tokens,
@@ -437,7 +442,7 @@ impl Server {
         loop {
             tokio::select! {
                 accepted = listener.accept() => {
-                    let (stream, _peer) = match accepted {
+                    let (stream, peer) = match accepted {
                         Ok(a) => a,
                         Err(e) => {
                             // EMFILE and friends: back off instead of spinning.
@@ -459,7 +464,10 @@ impl Server {
                         refuse(stream, busy.clone(), &refusing);
                         continue;
                     };
-                    let svc = TowerToHyperService::new(app.clone());
+                    let svc = WithPeer {
+                        inner: TowerToHyperService::new(app.clone()),
+                        peer: crate::state::Peer(peer),
+                    };
                     let conn = hyper::server::conn::http1::Builder::new()
                         .timer(TokioTimer::new())
                         .header_read_timeout(header_timeout)
@@ -505,6 +513,26 @@ impl Server {
         drop(app);
         drop(state);
         Ok(())
+    }
+}
+
+/// The router with each request's [`crate::state::Peer`] set.
+struct WithPeer<S> {
+    inner: S,
+    peer: crate::state::Peer,
+}
+
+impl<S, B> hyper::service::Service<hyper::Request<B>> for WithPeer<S>
+where
+    S: hyper::service::Service<hyper::Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn call(&self, mut req: hyper::Request<B>) -> Self::Future {
+        req.extensions_mut().insert(self.peer);
+        self.inner.call(req)
     }
 }
 
