@@ -242,5 +242,8 @@ async fn pack_chosen_tool_ids_do_not_add_series() {
     assert_eq!(sample(&after, other) - sample(&before, other), 5_000.0);
     assert_eq!(sample(&after, files) - sample(&before, files), 5_000.0);
     assert!(after.iter().all(|l| !l.contains("mcp:s")), "{after:?}");
+    // The configured labels are still themselves, not `other`.
+    let mine = r#"wop_invocations_total{pack="id-flood",node_type="wop.testing.id-flood",tenant="acme",code="completed"}"#;
+    assert_eq!(sample(&after, mine), 12.0);
     s.stop().await;
 }
