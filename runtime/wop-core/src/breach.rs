@@ -39,6 +39,9 @@ pub enum BreachKind {
     /// `effect-records`: the effectful calls one invocation may record
     /// (`effects.maxRecordsPerInvocation`).
     EffectRecords,
+    /// `effect-record-bytes`: the result bytes one invocation's effect
+    /// records may hold (`effects.maxRecordBytesPerInvocation`).
+    EffectRecordBytes,
     /// `tool-result-bytes`: one tool result (`effects.maxResultBytes`).
     ToolResultBytes,
 }
@@ -62,6 +65,7 @@ impl BreachKind {
             Self::BudgetFuel => "budget-fuel",
             Self::BudgetCost => "budget-cost",
             Self::EffectRecords => "effect-records",
+            Self::EffectRecordBytes => "effect-record-bytes",
             Self::ToolResultBytes => "tool-result-bytes",
         }
     }
@@ -99,6 +103,7 @@ mod tests {
             BreachKind::BudgetCost,
             BreachKind::RunDuration,
             BreachKind::EffectRecords,
+            BreachKind::EffectRecordBytes,
             BreachKind::ToolResultBytes,
         ] {
             let json = serde_json::to_value(k).map_err(|e| e.to_string());

@@ -63,6 +63,10 @@ pub enum ErrorCode {
     /// One invocation made more effectful calls than the effect store
     /// records for one invocation (`effects.maxRecordsPerInvocation`).
     EffectRecordsExceeded,
+    /// One invocation's effect records would hold more result bytes than
+    /// the store keeps for one invocation
+    /// (`effects.maxRecordBytesPerInvocation`).
+    EffectRecordBytesExceeded,
     /// An effect was sent but never answered; it is not re-fired automatically.
     EffectOutcomeUnknown,
     /// Node-pack tools nested deeper than `effects.maxToolDepth`.
@@ -141,6 +145,7 @@ impl ErrorCode {
             Self::IdempotencyInFlight => "idempotency_in_flight",
             Self::ToolResultTooLarge => "tool_result_too_large",
             Self::EffectRecordsExceeded => "effect_records_exceeded",
+            Self::EffectRecordBytesExceeded => "effect_record_bytes_exceeded",
             Self::EffectOutcomeUnknown => "effect_outcome_unknown",
             Self::ToolDepthExceeded => "tool_depth_exceeded",
             Self::UpstreamUnavailable => "upstream_unavailable",
@@ -163,7 +168,7 @@ impl ErrorCode {
     }
 
     /// Every code, in declaration order (for tables and documents).
-    pub const ALL: [ErrorCode; 43] = [
+    pub const ALL: [ErrorCode; 44] = [
         Self::SandboxEscapeAttempt,
         Self::SandboxCapabilityDenied,
         Self::SandboxMemoryExceeded,
@@ -189,6 +194,7 @@ impl ErrorCode {
         Self::IdempotencyInFlight,
         Self::ToolResultTooLarge,
         Self::EffectRecordsExceeded,
+        Self::EffectRecordBytesExceeded,
         Self::EffectOutcomeUnknown,
         Self::ToolDepthExceeded,
         Self::UpstreamUnavailable,

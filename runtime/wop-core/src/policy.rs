@@ -184,6 +184,15 @@ pub struct EffectsSection {
     /// records of at most `maxResultBytes` each (default 64; 0 refuses
     /// every effectful call).
     pub max_records_per_invocation: Option<u32>,
+    /// Most result bytes one invocation's effect records may hold, all
+    /// records together (the recorded result or error of each effectful
+    /// call, claimed or replayed alike). An effectful call is refused
+    /// before it is sent when the bytes recorded so far plus one result of
+    /// up to `maxResultBytes` would pass it. Default
+    /// [`DEFAULT_MAX_RECORD_BYTES_PER_INVOCATION`] (4 MiB), or 4 ×
+    /// `maxResultBytes` if that is larger (room for four whole results);
+    /// must be at least `maxResultBytes`.
+    pub max_record_bytes_per_invocation: Option<u64>,
     /// Maximum nesting of node-pack tools (default 3).
     pub max_tool_depth: Option<u32>,
     /// Where effects, budgets and usage live when `--store` is not given: a
@@ -193,7 +202,26 @@ pub struct EffectsSection {
     pub store: Option<String>,
 }
 
+/// The default of `effects.maxResultBytes`: 1 MiB.
+pub const DEFAULT_MAX_RESULT_BYTES: u64 = 1 << 20;
+
+/// The default of `effects.maxRecordBytesPerInvocation`: 4 MiB.
+pub const DEFAULT_MAX_RECORD_BYTES_PER_INVOCATION: u64 = 4 << 20;
+
 impl EffectsSection {
+    /// `maxResultBytes`, or its default.
+    pub fn max_result_bytes(&self) -> u64 {
+        self.max_result_bytes.unwrap_or(DEFAULT_MAX_RESULT_BYTES)
+    }
+
+    /// `maxRecordBytesPerInvocation`, or its default: 4 MiB, or 4 ×
+    /// `maxResultBytes` if that is larger (four whole results fit).
+    pub fn max_record_bytes_per_invocation(&self) -> u64 {
+        self.max_record_bytes_per_invocation.unwrap_or_else(|| {
+            DEFAULT_MAX_RECORD_BYTES_PER_INVOCATION.max(self.max_result_bytes().saturating_mul(4))
+        })
+    }
+
     /// The store `store` names, with `env:NAME` read from the environment;
     /// `None` when unset. The error names the missing variable.
     pub fn store_spec(&self) -> Result<Option<String>, String> {
@@ -406,10 +434,18 @@ impl Policy {
                 "effects.retentionDays = {d}: effect records must be kept at least 14 days"
             )));
         }
+        if let Some(b) = self.effects.max_record_bytes_per_invocation
+            && b < self.effects.max_result_bytes()
+        {
+            return Err(ConfigError::Policy(format!(
+                "effects.maxRecordBytesPerInvocation = {b} is smaller than effects.maxResultBytes = {}: one result would not fit; raise maxRecordBytesPerInvocation or lower maxResultBytes",
+                self.effects.max_result_bytes()
+            )));
+        }
         self.mcp.validate().map_err(ConfigError::Policy)?;
         self.trust.validate().map_err(ConfigError::Policy)?;
         self.egress
-            .validate(self.effects.max_result_bytes.unwrap_or(1 << 20))
+            .validate(self.effects.max_result_bytes())
             .map_err(ConfigError::Policy)?;
         self.secret_warnings()?;
         for (name, grant) in &self.packs {
@@ -581,6 +617,25 @@ mod tests {
                 assert!(e.to_string().contains("set leaseMs to at least"), "{e}");
             }
         }
+    }
+
+    #[test]
+    fn the_record_byte_budget_holds_one_result_at_least() {
+        let p = Policy::from_toml("").unwrap();
+        assert_eq!(p.effects.max_record_bytes_per_invocation(), 4 << 20);
+        let p = Policy::from_toml("[effects]\nmaxResultBytes = 8388608\n").unwrap();
+        assert_eq!(p.effects.max_record_bytes_per_invocation(), 32 << 20);
+        let p = Policy::from_toml("[effects]\nmaxRecordBytesPerInvocation = 2097152\n").unwrap();
+        assert_eq!(p.effects.max_record_bytes_per_invocation(), 2 << 20);
+        let e = Policy::from_toml(
+            "[effects]\nmaxResultBytes = 2097152\nmaxRecordBytesPerInvocation = 1048576\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("maxRecordBytesPerInvocation = 1048576"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -21,8 +21,11 @@
 //!   the same rate limit (the server's `rateLimit`, per principal and
 //!   operation), run budget, loop bound and audit pair as a call, counted
 //!   in usage. `list-tools` keeps only the tools the pack may call.
-//! - `server-health` is the host's own document: the server must be
-//!   visible and granted (a tool or a resource grant); it is not audited.
+//! - `server-health` is the host's own document (it may start and ping the
+//!   server), a gate call too, of the read tool `mcp:<server>#server-health`:
+//!   authorized here (the server must be visible and granted: a tool or a
+//!   resource grant), then [`Gate::call_authorized`] — the server's rate
+//!   limit, the run budget, the audit pair, usage — like the other reads.
 //!
 //! Results are the server's JSON unaltered (an `isError: true` result is
 //! a success). [`McpError`]s keep their codes and `details`.
@@ -32,7 +35,7 @@ use crate::{CallReceipt, CallScope, Gate, GateError, GateErrorKind};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use wop_core::error::ErrorCode;
 use wop_core::policy::mcp::{
     McpDenial, McpGrant, McpRequest, McpServerConfig, ToolTier, authorize_health,
@@ -420,6 +423,8 @@ pub(crate) enum Op<'a> {
     Tools(Option<String>),
     /// `resources/read`.
     Resource(&'a str),
+    /// The host's health document for the server.
+    Health,
 }
 
 /// Performs a read for the gate (`tools/list` or `resources/read`).
@@ -442,6 +447,7 @@ impl crate::ToolProvider for McpRead {
         let fut = async {
             match self.method {
                 "tools/list" => hub.list_tools(&self.server, arg("cursor")).await,
+                "server-health" => hub.server_health(&self.server).await,
                 _ => {
                     let uri = arg("uri").unwrap_or_default();
                     hub.read_resource(&self.server, &uri).await
@@ -456,9 +462,10 @@ impl crate::ToolProvider for McpRead {
     }
 }
 
-/// `call-tool`, `list-tools`, `read-resource`: authorization here (fail
-/// closed), then the gate — `mcp:<server>/<tool>`, or the read tools
-/// `mcp:<server>#tools/list` / `#resources/read` — for the rate limit,
+/// `call-tool`, `list-tools`, `read-resource`, `server-health`:
+/// authorization here (fail closed), then the gate — `mcp:<server>/<tool>`,
+/// or the read tools `mcp:<server>#tools/list` / `#resources/read` /
+/// `#server-health` — for the rate limit,
 /// budget, effect claim (calls of `write`/`exec` tools), audit pair and
 /// usage. A denial is audited and never sent.
 pub(crate) async fn run(
@@ -494,6 +501,12 @@ pub(crate) async fn run(
             json!({"uri": uri}),
             None,
         ),
+        Op::Health => (
+            read_id(server, "server-health"),
+            Target::Server,
+            json!({}),
+            None,
+        ),
     };
     let decided = mcp.ok_or(McpDenial::NotFound).and_then(|m| {
         let servers = &m.gateway.servers;
@@ -505,6 +518,7 @@ pub(crate) async fn run(
             Op::Resource(uri) => {
                 authorize_resource(&m.request, &m.grant.resources, servers, server, uri, scopes)
             }
+            Op::Health => authorize_health(&m.request, &m.grant, servers, server, scopes),
         }
         .map(|cfg| (m, cfg))
     });
@@ -525,11 +539,11 @@ pub(crate) async fn run(
                 name: (*name).to_owned(),
             }),
         ),
-        Op::Tools(_) | Op::Resource(_) => {
-            let method = if matches!(op, Op::Tools(_)) {
-                "tools/list"
-            } else {
-                "resources/read"
+        Op::Tools(_) | Op::Resource(_) | Op::Health => {
+            let method = match op {
+                Op::Tools(_) => "tools/list",
+                Op::Health => "server-health",
+                _ => "resources/read",
             };
             (
                 read_descriptor(server, method, cfg),
@@ -560,31 +574,4 @@ pub(crate) async fn run(
         v
     });
     (r, Some((tid, receipt)))
-}
-
-/// `server-health`: the server must be visible and granted (a tool or a
-/// resource grant); bounded by the invocation's deadline. The host's own
-/// document, not a call: not audited, not counted.
-pub(crate) async fn health(
-    mcp: Option<&PackMcp>,
-    principal_scopes: &[String],
-    deadline: Instant,
-    server: &str,
-) -> Result<Value, GateError> {
-    let Some(m) = mcp else {
-        return Err(denial_error(server, Target::Server, McpDenial::NotFound));
-    };
-    authorize_health(
-        &m.request,
-        &m.grant,
-        &m.gateway.servers,
-        server,
-        principal_scopes,
-    )
-    .map_err(|d| denial_error(server, Target::Server, d))?;
-    let within = deadline.saturating_duration_since(Instant::now());
-    match tokio::time::timeout(within, m.gateway.hub.server_health(server)).await {
-        Ok(r) => r.map_err(|e| mcp_gate_error(&e)),
-        Err(_) => Err(mcp_gate_error(&timed_out(within.as_millis()))),
-    }
 }

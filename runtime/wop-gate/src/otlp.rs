@@ -37,10 +37,15 @@ pub struct Config {
 impl Config {
     /// From `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (used as is) or
     /// `OTEL_EXPORTER_OTLP_ENDPOINT` (+ `/v1/traces`), with
-    /// `OTEL_EXPORTER_OTLP_HEADERS` (`k=v,k=v`); `None` when neither is set
-    /// or `OTEL_SDK_DISABLED=true`. Returns also a warning when
+    /// `OTEL_EXPORTER_OTLP_TRACES_HEADERS` or else
+    /// `OTEL_EXPORTER_OTLP_HEADERS` (`k=v,k=v`, keys and values
+    /// percent-decoded as the OTel specification says: `Bearer%20x` sends
+    /// `Bearer x`); `None` when neither endpoint is set or
+    /// `OTEL_SDK_DISABLED=true`. Returns also a warning when
     /// `OTEL_EXPORTER_OTLP_PROTOCOL` asks for an encoding other than
-    /// `http/json`, the one this exporter speaks.
+    /// `http/json`, the one this exporter speaks, or when a header entry is
+    /// not a valid header (it is left out; the warning names its key,
+    /// never its value).
     pub fn from_env() -> (Option<Config>, Option<String>) {
         Self::from_vars(|k| std::env::var(k).ok())
     }
@@ -69,28 +74,25 @@ impl Config {
         let Some(endpoint) = endpoint else {
             return (None, None);
         };
-        let protocol = var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        let mut warnings: Vec<String> = var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
             .or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"))
             .filter(|p| p != "http/json")
             .map(|p| {
                 format!("OTLP protocol `{p}` is not supported; traces are exported as http/json")
-            });
-        let headers = var("OTEL_EXPORTER_OTLP_HEADERS")
-            .map(|h| {
-                h.split(',')
-                    .filter_map(|kv| kv.split_once('='))
-                    .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-                    .collect()
             })
+            .into_iter()
+            .collect();
+        let (headers, skipped) = var("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+            .or_else(|| var("OTEL_EXPORTER_OTLP_HEADERS"))
+            .map(|h| parse_headers(&h))
             .unwrap_or_default();
+        warnings.extend(skipped);
         let (sampler, sampler_warning) = Sampler::from_vars(
             var("OTEL_TRACES_SAMPLER").as_deref(),
             var("OTEL_TRACES_SAMPLER_ARG").as_deref(),
         );
-        let warning = match (protocol, sampler_warning) {
-            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-            (a, b) => a.or(b),
-        };
+        warnings.extend(sampler_warning);
+        let warning = (!warnings.is_empty()).then(|| warnings.join("; "));
         (
             Some(Config {
                 endpoint,
@@ -100,6 +102,40 @@ impl Config {
             warning,
         )
     }
+}
+
+/// `k=v,k=v` with keys and values trimmed and percent-decoded (the OTel
+/// exporter specification's format for `OTEL_EXPORTER_OTLP_HEADERS`),
+/// and a warning for each entry that is not a valid header.
+fn parse_headers(text: &str) -> (Vec<(String, String)>, Vec<String>) {
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s.trim())
+            .decode_utf8()
+            .map(|c| c.into_owned())
+            .ok()
+    };
+    let mut headers = Vec::new();
+    let mut skipped = Vec::new();
+    for entry in text.split(',').filter(|e| !e.trim().is_empty()) {
+        let Some((k, v)) = entry.split_once('=') else {
+            skipped.push(format!(
+                "OTLP header entry `{}` has no `=`; left out",
+                entry.trim().chars().take(64).collect::<String>()
+            ));
+            continue;
+        };
+        let key =
+            decode(k).filter(|k| reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_ok());
+        let value = decode(v).filter(|v| reqwest::header::HeaderValue::from_str(v).is_ok());
+        match (key, value) {
+            (Some(k), Some(v)) => headers.push((k, v)),
+            _ => skipped.push(format!(
+                "OTLP header `{}` is not a valid header name and percent-encoded value; left out",
+                k.trim().chars().take(64).collect::<String>()
+            )),
+        }
+    }
+    (headers, skipped)
 }
 
 enum Msg {
@@ -370,6 +406,33 @@ mod tests {
             c.headers,
             [("a".into(), "1".into()), ("b".into(), "2".into())]
         );
+        // Percent-decoded, as the specification (and OPERATIONS.md's
+        // `Bearer%20…`) says; an invalid entry is left out and named, its
+        // value never shown.
+        let (c, w) = with(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+            (
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "authorization=Bearer%20s3cret%2Cx, x-tenant = a%3Db,bad key=1,x-nl=a%0Ab",
+            ),
+        ]);
+        assert_eq!(
+            c.unwrap().headers,
+            [
+                ("authorization".into(), "Bearer s3cret,x".into()),
+                ("x-tenant".into(), "a=b".into())
+            ]
+        );
+        let w = w.unwrap();
+        assert!(w.contains("`bad key`") && w.contains("`x-nl`"), "{w}");
+        assert!(!w.contains("s3cret") && !w.contains("a%0Ab"), "{w}");
+        // The traces-only variable wins.
+        let (c, _) = with(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "a=1"),
+            ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "b=2"),
+        ]);
+        assert_eq!(c.unwrap().headers, [("b".into(), "2".into())]);
         let (c, w) = with(&[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
             ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),

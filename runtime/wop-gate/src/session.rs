@@ -197,19 +197,10 @@ impl GateSession {
         self.mcp_op(server, crate::mcp::Op::Resource(uri)).await
     }
 
-    /// `mcp.server-health`: the host's health document for the server.
+    /// `mcp.server-health`: the host's health document for the server;
+    /// through the gate like a read (see [`crate::mcp`]).
     pub async fn mcp_server_health(&mut self, server: &str) -> Result<Value, GateError> {
-        check_id("MCP server id", server, limits::MAX_MCP_NAME_BYTES)?;
-        let deadline = crate::fetch::fetch_deadline(self.site.deadline);
-        let r = crate::mcp::health(
-            self.mcp.as_ref(),
-            &self.site.principal.scopes,
-            deadline,
-            server,
-        )
-        .await;
-        self.note(&r);
-        r
+        self.mcp_op(server, crate::mcp::Op::Health).await
     }
 
     /// One `ctx.mcp` operation through the gate (transport `mcp`, the

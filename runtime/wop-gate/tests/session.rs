@@ -54,6 +54,7 @@ fn gate(n: &Arc<AtomicU64>) -> Arc<Gate> {
             },
             max_result_bytes: 1 << 20,
             max_records_per_invocation: 64,
+            max_record_bytes_per_invocation: 4 << 20,
         },
     ))
 }

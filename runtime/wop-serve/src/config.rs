@@ -17,6 +17,8 @@
 //! anonymousLoopback = false   # serve without a token (loopback listen only)
 //! anonymousScopes = []
 //! allowedOrigins = []         # browser origins allowed to call (others: 403)
+//! behindTls = false           # clients reach this server over HTTPS only
+//! trustedProxies = []         # proxies (IPs or CIDRs) whose X-Forwarded-Proto is believed
 //!
 //! [[tokens]]
 //! sha256 = "<hex sha256 of the bearer token>"
@@ -88,8 +90,62 @@ pub struct ServeConfig {
     /// A request carrying any other `Origin` is refused with `403` before
     /// anything runs. Default none: no web page may call the server.
     pub allowed_origins: Vec<String>,
+    /// Clients reach this server over HTTPS only (a TLS-terminating proxy
+    /// in front of it): the console's session cookie is then
+    /// `__Host-wop_console` with `Secure` and `Path=/`. Default false.
+    pub behind_tls: bool,
+    /// The proxies (IP addresses or CIDRs, `10.0.0.0/8`) in front of this
+    /// server whose `X-Forwarded-Proto` is believed: a request from one of
+    /// them with `X-Forwarded-Proto: https` is taken as served over HTTPS
+    /// (the console cookie as with `behindTls`). The header is ignored from
+    /// any other peer, and such a proxy must set it itself, not pass on a
+    /// client's. Default none.
+    pub trusted_proxies: Vec<String>,
     /// Accepted bearer tokens. Default none.
     pub tokens: Vec<TokenEntry>,
+}
+
+/// One `trustedProxies` entry: an address and how many leading bits of it
+/// must match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Net {
+    addr: std::net::IpAddr,
+    bits: u8,
+}
+
+impl Net {
+    /// `a.b.c.d`, `a.b.c.d/n`, an IPv6 address, or one with `/n`.
+    pub(crate) fn parse(s: &str) -> Option<Net> {
+        let (addr, bits) = match s.split_once('/') {
+            Some((a, b)) => (a, Some(b)),
+            None => (s, None),
+        };
+        let addr: std::net::IpAddr = addr.parse().ok()?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let bits = match bits {
+            None => max,
+            Some(b) if !b.is_empty() && b.bytes().all(|c| c.is_ascii_digit()) => b.parse().ok()?,
+            Some(_) => return None,
+        };
+        (bits <= max).then_some(Net { addr, bits })
+    }
+
+    /// Whether `ip` is in this network (an IPv4-mapped IPv6 peer as its
+    /// IPv4 address).
+    pub(crate) fn contains(&self, ip: std::net::IpAddr) -> bool {
+        use std::net::IpAddr;
+        let prefix = |a: u128, b: u128, width: u32| {
+            let bits = u32::from(self.bits);
+            bits == 0 || (a ^ b) >> (width - bits) == 0
+        };
+        match (self.addr, ip.to_canonical()) {
+            (IpAddr::V4(n), IpAddr::V4(i)) => {
+                prefix(u128::from(u32::from(n)), u128::from(u32::from(i)), 32)
+            }
+            (IpAddr::V6(n), IpAddr::V6(i)) => prefix(u128::from(n), u128::from(i), 128),
+            _ => false,
+        }
+    }
 }
 
 impl Default for ServeConfig {
@@ -109,6 +165,8 @@ impl Default for ServeConfig {
             anonymous_loopback: false,
             anonymous_scopes: Vec::new(),
             allowed_origins: Vec::new(),
+            behind_tls: false,
+            trusted_proxies: Vec::new(),
             tokens: Vec::new(),
         }
     }
@@ -164,6 +222,13 @@ impl ServeConfig {
                 ));
             }
         }
+        for (i, p) in self.trusted_proxies.iter().enumerate() {
+            if Net::parse(p).is_none() {
+                return Err(format!(
+                    "trustedProxies[{i}] `{p}` must be an IP address or a CIDR (10.0.0.0/8, fd00::/8)"
+                ));
+            }
+        }
         for (i, t) in self.tokens.iter().enumerate() {
             if t.sha256.len() != 64 || !t.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return Err(format!("tokens[{i}].sha256 must be 64 hex digits"));
@@ -190,6 +255,7 @@ pub fn token_sha256(token: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
@@ -213,5 +279,35 @@ mod tests {
             .is_err()
         );
         assert!(valid_tenant("anon:local") && valid_tenant("a.b-c") && !valid_tenant("a/b"));
+    }
+
+    #[test]
+    fn trusted_proxies_are_addresses_or_cidrs() {
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        let net = |s: &str| Net::parse(s).unwrap();
+        assert!(net("10.0.0.0/8").contains(ip("10.1.2.3")));
+        assert!(!net("10.0.0.0/8").contains(ip("11.0.0.1")));
+        assert!(net("127.0.0.1").contains(ip("127.0.0.1")));
+        assert!(!net("127.0.0.1").contains(ip("127.0.0.2")));
+        assert!(net("127.0.0.1").contains(ip("::ffff:127.0.0.1")));
+        assert!(net("0.0.0.0/0").contains(ip("8.8.8.8")));
+        assert!(!net("0.0.0.0/0").contains(ip("::1")));
+        assert!(net("fd00::/8").contains(ip("fd12::1")));
+        assert!(!net("fd00::/8").contains(ip("fe80::1")));
+        assert!(net("::/0").contains(ip("2001:db8::1")));
+        for bad in [
+            "",
+            "10.0.0.0/33",
+            "::/129",
+            "10.0.0.0/",
+            "10.0.0.0/+8",
+            "proxy.local",
+            "10.0.0.0/8/8",
+        ] {
+            assert_eq!(Net::parse(bad), None, "{bad}");
+        }
+        assert!(ServeConfig::from_toml("trustedProxies = [\"10.0.0.0/8\", \"::1\"]").is_ok());
+        let e = ServeConfig::from_toml("trustedProxies = [\"proxy.local\"]").unwrap_err();
+        assert!(e.contains("trustedProxies[0]"), "{e}");
     }
 }

@@ -58,7 +58,13 @@ pub mod bench {
         report: &InvocationReport,
         n: usize,
     ) -> Duration {
-        let metrics = crate::metrics::Metrics::new(Default::default());
+        let one = |s: &str| [s.to_owned()].into_iter().collect();
+        let metrics = crate::metrics::Metrics::new(crate::metrics::Vocab {
+            packs: one(&report.usage.pack),
+            node_types: one(type_id),
+            tenants: one(tenant),
+            ..Default::default()
+        });
         let recent = crate::console::recent::Recent::default();
         let t = Instant::now();
         for i in 0..n {

@@ -3,12 +3,16 @@
 //! scope.
 //!
 //! Recorded from each finished invocation's report (outcome, events,
-//! usage) as the service sees it — no counter re-reads the store. Label
-//! values are bounded by construction: pack, node type and tenant come from
-//! the loaded packs and `serve.toml`'s tokens (never from a caller's body);
-//! codes outside the registered vocabulary fold into `other`; tool ids that
-//! are not in the operator's catalog fold into `other` (an MCP tool into
-//! `mcp:<server>/*`); run ids, node ids and effect ids are never labels.
+//! usage) as the service sees it — no counter re-reads the store. Every
+//! label value comes from the configuration or a fixed vocabulary
+//! ([`Vocab`]), whatever a pack or a caller sends: pack, node type and
+//! tenant must be a loaded pack, a served node type and a `serve.toml`
+//! tenant; codes outside the registered vocabulary, tool ids outside the
+//! operator's catalog and MCP ids of servers the policy does not configure
+//! fold into `other`; a configured server's tools are one label,
+//! `mcp:<server>/*` (its reads `mcp:<server>#<method>`); run ids, node ids
+//! and effect ids are never labels. So the number of series is fixed by
+//! the configuration, not by traffic (issue 33, item 1).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -105,8 +109,39 @@ pub(crate) struct Metrics {
     /// `ctx.mcp` servers (ids from the operator's policy).
     mcp_state: Family<ServerStateLabels, Gauge>,
     mcp_restarts: Family<ServerLabel, Gauge>,
-    /// The catalog's tool ids (bounded tool labels).
-    tools: BTreeSet<String>,
+    /// The label values allowed.
+    vocab: Vocab,
+}
+
+/// The label values `/metrics` may show, all from the configuration; any
+/// other value becomes [`OTHER`].
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Vocab {
+    /// The catalog's tool ids.
+    pub tools: BTreeSet<String>,
+    /// The policy's `ctx.mcp` server ids.
+    pub mcp_servers: BTreeSet<String>,
+    /// The loaded packs' names.
+    pub packs: BTreeSet<String>,
+    /// The served node types.
+    pub node_types: BTreeSet<String>,
+    /// The tenants of `serve.toml`'s tokens (and the anonymous tenant).
+    pub tenants: BTreeSet<String>,
+}
+
+/// The label value of anything outside the vocabulary.
+const OTHER: &str = "other";
+
+/// The fixed methods of an MCP server's reads (`mcp:<server>#<method>`).
+const MCP_READS: [&str; 3] = ["tools/list", "resources/read", "server-health"];
+
+/// `value` if `known` holds it, else [`OTHER`].
+fn known(known: &BTreeSet<String>, value: &str) -> String {
+    if known.contains(value) {
+        value.to_owned()
+    } else {
+        OTHER.to_owned()
+    }
 }
 
 fn seconds() -> Histogram {
@@ -145,8 +180,8 @@ pub(crate) struct Scrape {
 }
 
 impl Metrics {
-    /// The metrics, with `tools` the operator's catalog.
-    pub(crate) fn new(tools: BTreeSet<String>) -> Self {
+    /// The metrics, whose labels take their values from `vocab`.
+    pub(crate) fn new(vocab: Vocab) -> Self {
         let mut registry = Registry::with_prefix("wop");
         let invocations = Family::default();
         registry.register(
@@ -287,7 +322,7 @@ impl Metrics {
             trace_exports_failed,
             mcp_state,
             mcp_restarts,
-            tools,
+            vocab,
         }
     }
 
@@ -303,13 +338,14 @@ impl Metrics {
         let pack = if u.pack.is_empty() {
             "(none)".to_owned()
         } else {
-            u.pack.clone()
+            known(&self.vocab.packs, &u.pack)
         };
+        let tenant = known(&self.vocab.tenants, tenant);
         self.invocations
             .get_or_create(&InvocationLabels {
                 pack: pack.clone(),
-                node_type: type_id.to_owned(),
-                tenant: tenant.to_owned(),
+                node_type: known(&self.vocab.node_types, type_id),
+                tenant: tenant.clone(),
                 code,
             })
             .inc();
@@ -325,7 +361,7 @@ impl Metrics {
             self.cost
                 .get_or_create(&CostLabels {
                     pack,
-                    tenant: tenant.to_owned(),
+                    tenant,
                     currency: u.currency.clone(),
                 })
                 .inc_by(u.cost);
@@ -356,7 +392,7 @@ impl Metrics {
                 let status = serde_json::to_value(status)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_else(|| "other".to_owned());
+                    .unwrap_or_else(|| OTHER.to_owned());
                 self.tool_calls
                     .get_or_create(&ToolLabels {
                         tool: self.fold_tool(tool_name),
@@ -406,18 +442,24 @@ impl Metrics {
         }
     }
 
-    /// A tool id as a label: the catalog's ids as they are, an MCP tool as
-    /// its server, anything else (an unknown id a pack asked for) `other`.
+    /// A tool id as a label: the catalog's ids as they are; an MCP id of a
+    /// configured server as `mcp:<server>/*` (a read as
+    /// `mcp:<server>#<method>`); anything else — an unknown id a pack asked
+    /// for, an MCP id of a server the policy does not configure — `other`.
     fn fold_tool(&self, tool: &str) -> String {
-        if self.tools.contains(tool) {
+        if self.vocab.tools.contains(tool) {
             return tool.to_owned();
         }
-        match tool
-            .strip_prefix("mcp:")
-            .and_then(|rest| rest.split_once('/'))
-        {
-            Some((server, _)) if server.len() <= 64 => format!("mcp:{server}/*"),
-            _ => "other".to_owned(),
+        let Some(rest) = tool.strip_prefix("mcp:") else {
+            return OTHER.to_owned();
+        };
+        let (server, op) = rest.split_at(rest.find(['/', '#']).unwrap_or(rest.len()));
+        if !self.vocab.mcp_servers.contains(server) {
+            return OTHER.to_owned();
+        }
+        match op.strip_prefix('#') {
+            Some(method) if MCP_READS.contains(&method) => format!("mcp:{server}#{method}"),
+            _ => format!("mcp:{server}/*"),
         }
     }
 
@@ -476,7 +518,7 @@ fn fold_code(code: &str) -> String {
     if ErrorCode::ALL.iter().any(|c| c.as_str() == code) {
         code.to_owned()
     } else {
-        "other".to_owned()
+        OTHER.to_owned()
     }
 }
 
@@ -488,7 +530,14 @@ mod tests {
 
     #[test]
     fn labels_stay_bounded_and_the_exposition_is_openmetrics() {
-        let m = Metrics::new(["crm:read".to_owned()].into());
+        let set = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect();
+        let m = Metrics::new(Vocab {
+            tools: set(&["crm:read"]),
+            mcp_servers: set(&["files"]),
+            packs: set(&["hello"]),
+            node_types: set(&["t.hello"]),
+            tenants: set(&["acme"]),
+        });
         let mut usage = Usage {
             pack: "hello".into(),
             fuel_consumed: 20_000,
@@ -521,7 +570,27 @@ mod tests {
             m.fold_tool("mcp:files/any-name-the-server-chose"),
             "mcp:files/*"
         );
+        assert_eq!(m.fold_tool("mcp:files#tools/list"), "mcp:files#tools/list");
+        assert_eq!(m.fold_tool("mcp:files#whatever"), "mcp:files/*");
         assert_eq!(m.fold_tool("nope:whatever-the-pack-asked"), "other");
+        // A server the policy does not configure is not a label.
+        assert_eq!(m.fold_tool("mcp:not-configured/x"), "other");
+        assert_eq!(m.fold_tool("mcp:files-2/x"), "other");
+        assert_eq!(m.fold_tool("mcp:"), "other");
+        m.record(
+            "t.unknown",
+            "stranger",
+            &InvocationReport {
+                outcome: Ok(Outcome::Completed {
+                    output: serde_json::json!({}),
+                }),
+                events: Vec::new(),
+                usage: Usage {
+                    pack: "not-loaded".into(),
+                    ..Default::default()
+                },
+            },
+        );
         let text = m.encode(&Scrape {
             in_flight: 1,
             max_in_flight: 64,
@@ -555,6 +624,11 @@ mod tests {
             "{text}"
         );
         assert!(text.contains(r#"code="other"} 1"#), "{text}");
+        assert!(
+            text.contains(r#"wop_invocations_total{pack="other",node_type="other",tenant="other",code="completed"} 1"#),
+            "{text}"
+        );
+        assert!(!text.contains("not-loaded") && !text.contains("stranger"));
         assert!(!text.contains("my.own.code-42"));
         assert!(
             text.contains(r#"wop_host_calls_total{interface="log"} 4"#),

@@ -354,6 +354,18 @@ impl Server {
             .all()
             .map(|t| t.descriptor.tool_id.clone())
             .collect();
+        // Every metric label value: from the configuration, never traffic.
+        let vocab = crate::metrics::Vocab {
+            tools: rt_tools.into_iter().collect(),
+            mcp_servers: rt.mcp_servers().into_iter().map(|(id, _)| id).collect(),
+            packs: loaded.iter().map(|(_, _, name)| name.clone()).collect(),
+            node_types: nodes.keys().cloned().collect(),
+            tenants: tokens
+                .values()
+                .map(|p| p.tenant.clone())
+                .chain([crate::state::ANON_TENANT.to_owned()])
+                .collect(),
+        };
         let refreshed_at = crate::routes::rfc3339(wop_runtime::effects::now_ms());
         let capability_doc = crate::routes::capability_doc(&rt, &refreshed_at);
         let etag = {
@@ -376,6 +388,11 @@ impl Server {
                 .iter()
                 .filter_map(|o| crate::guard::normalize_origin(o))
                 .collect(),
+            proxies: cfg
+                .trusted_proxies
+                .iter()
+                .filter_map(|p| crate::config::Net::parse(p))
+                .collect(),
             rt,
             cfg,
             tokens,
@@ -385,7 +402,7 @@ impl Server {
             refused,
             provenance,
             claims: Default::default(),
-            metrics: crate::metrics::Metrics::new(rt_tools.into_iter().collect()),
+            metrics: crate::metrics::Metrics::new(vocab),
             recent: Default::default(),
             sessions: Default::default(),
         });
@@ -425,7 +442,7 @@ impl Server {
         loop {
             tokio::select! {
                 accepted = listener.accept() => {
-                    let (stream, _peer) = match accepted {
+                    let (stream, peer) = match accepted {
                         Ok(a) => a,
                         Err(e) => {
                             // EMFILE and friends: back off instead of spinning.
@@ -447,7 +464,10 @@ impl Server {
                         refuse(stream, busy.clone(), &refusing);
                         continue;
                     };
-                    let svc = TowerToHyperService::new(app.clone());
+                    let svc = WithPeer {
+                        inner: TowerToHyperService::new(app.clone()),
+                        peer: crate::state::Peer(peer),
+                    };
                     let conn = hyper::server::conn::http1::Builder::new()
                         .timer(TokioTimer::new())
                         .header_read_timeout(header_timeout)
@@ -493,6 +513,26 @@ impl Server {
         drop(app);
         drop(state);
         Ok(())
+    }
+}
+
+/// The router with each request's [`crate::state::Peer`] set.
+struct WithPeer<S> {
+    inner: S,
+    peer: crate::state::Peer,
+}
+
+impl<S, B> hyper::service::Service<hyper::Request<B>> for WithPeer<S>
+where
+    S: hyper::service::Service<hyper::Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn call(&self, mut req: hyper::Request<B>) -> Self::Future {
+        req.extensions_mut().insert(self.peer);
+        self.inner.call(req)
     }
 }
 

@@ -44,6 +44,8 @@ pub(crate) struct Shared {
     pub cfg: ServeConfig,
     /// `cfg.allowed_origins`, normalized (see `guard`).
     pub origins: Vec<String>,
+    /// `cfg.trusted_proxies`, parsed.
+    pub proxies: Vec<crate::config::Net>,
     /// sha256(token) → principal.
     pub tokens: HashMap<String, Principal>,
     pub permits: Arc<Semaphore>,
@@ -88,6 +90,11 @@ impl Drop for HeldClaim<'_> {
 /// Cheap to clone.
 pub(crate) type AppState = Arc<Shared>;
 
+/// The address of the peer a request came from (a request extension set
+/// by the accept loop).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Peer(pub std::net::SocketAddr);
+
 impl Shared {
     /// Registers `claimed` as running here until the guard drops.
     pub(crate) fn hold_claim(&self, claimed: &EffectRecord) -> HeldClaim<'_> {
@@ -119,6 +126,32 @@ impl Shared {
             }
         }
     }
+    /// Whether the request was served over HTTPS as its client sees it:
+    /// `behindTls`, or `X-Forwarded-Proto: https` from a trusted proxy (the
+    /// last value of the last such header: the one the nearest proxy set).
+    pub(crate) fn over_tls(
+        &self,
+        headers: &axum::http::HeaderMap,
+        extensions: &axum::http::Extensions,
+    ) -> bool {
+        if self.cfg.behind_tls {
+            return true;
+        }
+        let Some(Peer(peer)) = extensions.get::<Peer>() else {
+            return false;
+        };
+        if !self.proxies.iter().any(|n| n.contains(peer.ip())) {
+            return false;
+        }
+        headers
+            .get_all("x-forwarded-proto")
+            .iter()
+            .next_back()
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.rsplit(',').next())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
+    }
+
     /// The node type if it exists and `p` may use it.
     pub(crate) fn node_for(&self, type_id: &str, p: &Principal) -> Option<&NodeInfo> {
         self.nodes.get(type_id).filter(|n| n.allows(p))

@@ -83,6 +83,10 @@ pub struct CallCounters {
     /// Effectful calls so far, business-keyed ones included (bounded by
     /// [`GateConfig::max_records_per_invocation`]).
     pub records: u32,
+    /// Result bytes of the effect records this invocation wrote or
+    /// replayed so far (bounded by
+    /// [`GateConfig::max_record_bytes_per_invocation`]).
+    pub record_bytes: u64,
 }
 
 /// What the gate did with one call. Usage is counted from receipts, never
@@ -121,6 +125,10 @@ pub struct GateConfig {
     /// Most effectful calls one invocation may make (each writes at most
     /// one effect record of at most `max_result_bytes`).
     pub max_records_per_invocation: u32,
+    /// Most result bytes one invocation's effect records may hold together:
+    /// an effectful call is refused before it is sent when the bytes
+    /// recorded so far plus `max_result_bytes` would pass it.
+    pub max_record_bytes_per_invocation: u64,
 }
 
 /// The gate.

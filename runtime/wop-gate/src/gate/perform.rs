@@ -110,6 +110,33 @@ impl Gate {
             events.push(returned(ToolStatus::Error, None, &r, false, None));
             return r;
         }
+        // 4b. ... and at most `max_record_bytes_per_invocation` result bytes
+        // in them together: refused before it is sent when one more result
+        // of up to `max_result_bytes` could pass it.
+        let budget = self.cfg.max_record_bytes_per_invocation;
+        let used = counters.record_bytes;
+        if used.saturating_add(self.cfg.max_result_bytes) > budget {
+            events.push(wop_core::events::Event::CapBreached {
+                kind: BreachKind::EffectRecordBytes,
+                limit: budget,
+                observed: used.saturating_add(self.cfg.max_result_bytes),
+                node_id: site.context.node_id.clone(),
+            });
+            let r = Err(GateError::new(
+                GateErrorKind::Failed,
+                ErrorCode::EffectRecordBytesExceeded,
+                format!(
+                    "this invocation's effect records already hold {used} bytes of results; one more \
+                     of up to {} bytes (effects.maxResultBytes) could pass the {budget} bytes one \
+                     invocation may record (policy effects.maxRecordBytesPerInvocation); `{tool_id}` \
+                     was not performed",
+                    self.cfg.max_result_bytes
+                ),
+                json!({"limit": budget, "used": used, "maxResultBytes": self.cfg.max_result_bytes, "toolName": tool_id}),
+            ));
+            events.push(returned(ToolStatus::Error, None, &r, false, None));
+            return r;
+        }
         counters.records += 1;
         let (effect_id, keying) = match idempotency_key {
             Some(k) => (
@@ -179,7 +206,8 @@ impl Gate {
                 receipt.claimed = true;
                 let outcome = call_provider(tool, call, &site.credentials).await;
                 let duration = started.elapsed();
-                let r = self.record(&claimed, outcome, idempotent, resend).await;
+                let (r, stored) = self.record(&claimed, outcome, idempotent, resend).await;
+                counters.record_bytes = counters.record_bytes.saturating_add(stored);
                 self.breach_if_too_large(site, &r, events);
                 let status = if r.is_ok() {
                     ToolStatus::Ok
@@ -191,6 +219,14 @@ impl Gate {
             }
             Begin::Replay(rec) => {
                 receipt.replayed = true;
+                // Counted as when it was recorded, so a retry stops where
+                // the first run stopped.
+                let stored = rec
+                    .result
+                    .as_ref()
+                    .or(rec.error.as_ref())
+                    .map_or(0, json_len);
+                counters.record_bytes = counters.record_bytes.saturating_add(stored);
                 let r = match (rec.result, rec.error) {
                     (Some(v), _) => Ok(v),
                     (None, Some(e)) => Err(recorded_error(&e, &effect_id)),
@@ -347,7 +383,7 @@ impl Gate {
     fn bounded(&self, r: Result<Value, ToolFailure>) -> Result<Value, GateError> {
         match r {
             Ok(v) => {
-                let n = v.to_string().len() as u64;
+                let n = json_len(&v);
                 if n > self.cfg.max_result_bytes {
                     return Err(GateError::new(
                         GateErrorKind::Failed,
@@ -369,27 +405,34 @@ impl Gate {
         }
     }
 
-    /// Records what happened to a performed effect and returns the call's result.
+    /// Records what happened to a performed effect and returns the call's
+    /// result, with the bytes of the result or error recorded (0 when the
+    /// claim was released or abandoned).
     async fn record(
         &self,
         claimed: &EffectRecord,
         outcome: Result<Value, ToolFailure>,
         idempotent: bool,
         _resend: bool,
-    ) -> Result<Value, GateError> {
+    ) -> (Result<Value, GateError>, u64) {
         let id = &claimed.effect_id;
+        let mut bytes = 0;
         let stored = match &outcome {
             Ok(_) => match self.bounded(outcome.clone()) {
-                Ok(v) => self.effects.complete(claimed, Ok(v)).await.map(|_| ()),
-                Err(e) => self
-                    .effects
-                    .complete(claimed, Err(e.as_json()))
-                    .await
-                    .map(|_| ()),
+                Ok(v) => {
+                    bytes = json_len(&v);
+                    self.effects.complete(claimed, Ok(v)).await.map(|_| ())
+                }
+                Err(e) => {
+                    let e = e.as_json();
+                    bytes = json_len(&e);
+                    self.effects.complete(claimed, Err(e)).await.map(|_| ())
+                }
             },
             Err(f) if !f.sent => self.effects.release(claimed).await.map(|_| ()),
             Err(f) if f.definite => {
                 let e = json!({"code": f.code, "message": f.message, "details": f.details});
+                bytes = json_len(&e);
                 self.effects.complete(claimed, Err(e)).await.map(|_| ())
             }
             Err(f) if idempotent => {
@@ -402,13 +445,14 @@ impl Gate {
             }
             Err(f) => {
                 let e = json!({"reason": "no-answer", "code": f.code, "message": f.message});
+                bytes = json_len(&e);
                 self.effects.escape(claimed, e).await.map(|_| ())
             }
         };
         if let Err(e) = stored {
             tracing::error!(effect = %id, error = %e, "cannot record an effect outcome");
         }
-        match outcome {
+        let r = match outcome {
             Err(f) if f.sent && !f.definite && !idempotent => {
                 let mut rec = claimed.clone();
                 rec.error = Some(json!({"code": f.code, "message": f.message}));
@@ -422,8 +466,27 @@ impl Gate {
                 }
                 e
             }),
+        };
+        (r, bytes)
+    }
+}
+
+/// The length of `v` as JSON, without building the text.
+fn json_len(v: &Value) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len() as u64);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
         }
     }
+    let mut c = Count(0);
+    // Writing a `Value` to a writer that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut c, v);
+    c.0
 }
 
 /// Calls the provider and takes the invocation's credential values out of

@@ -104,7 +104,7 @@ impl RuntimeConfig {
 fn build_gate(config: &RuntimeConfig, me: &InvokerSlot) -> Result<Gate, ConfigError> {
     let policy = &config.policy;
     let e = &policy.effects;
-    let max_result_bytes = e.max_result_bytes.unwrap_or(1 << 20);
+    let max_result_bytes = e.max_result_bytes();
     let mut registry = ToolRegistry::default();
     for t in &policy.tools {
         let provider: Arc<dyn ToolProvider> = match (&t.url, &t.pack_type) {
@@ -182,6 +182,7 @@ fn build_gate(config: &RuntimeConfig, me: &InvokerSlot) -> Result<Gate, ConfigEr
             },
             max_result_bytes,
             max_records_per_invocation: e.max_records_per_invocation.unwrap_or(64),
+            max_record_bytes_per_invocation: e.max_record_bytes_per_invocation(),
         },
     ))
 }

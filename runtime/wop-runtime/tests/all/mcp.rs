@@ -848,6 +848,74 @@ async fn mcp_reads_need_their_own_grant_and_pass_the_gate() {
     assert_eq!(count(&rl, "resources/read"), 1);
 }
 
+/// Issue 33, item 11: `server-health` is a gate call like the other reads
+/// — the read tool `mcp:<server>#server-health`, audited (the
+/// `agent.tool-called`/`tool-returned` pair, a denial included), counted in
+/// usage and charged to the run's budget (a budget of 1 lets exactly one
+/// through).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_server_health_is_audited_and_charged() {
+    if skip("mcp_server_health_is_audited_and_charged") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (fake, nogrant) = (tmp.path().join("fake.log"), tmp.path().join("ng.log"));
+    let rt = runtime(&format!(
+        "{}{}[packs.mcp]\ncapabilities = [\"log\", \"mcp\"]\nmcp = [\"fake\"]\n",
+        logged("fake", "legacy", &fake, ""),
+        logged("nogrant", "legacy", &nogrant, ""),
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let pack = mcp_pack(dir.path(), json!({"servers": ["fake", "nogrant"]}));
+    rt.load_pack(&pack).await.unwrap();
+    let health = |server: &str| json!({"server": server, "health": true});
+
+    let r = rt.invoke(req(health("fake"), "r-health", 1)).await;
+    assert_eq!(output(&r)["health"]["state"], "ready", "{:?}", r.outcome);
+    let ret = returned(&r);
+    assert_eq!(ret.len(), 1, "{ret:?}");
+    assert_eq!(
+        (ret[0].0.as_str(), ret[0].1),
+        ("mcp:fake#server-health", ToolStatus::Ok)
+    );
+    assert!(ret[0].2.is_some(), "performed: durationMs");
+    assert!(mcp_transport(&r));
+    assert_eq!(
+        r.usage.tool_calls_by_id.get("mcp:fake#server-health"),
+        Some(&1)
+    );
+    assert_eq!(r.usage.tool_calls, 1);
+
+    // Not granted: refused, and the refusal audited.
+    let r = rt.invoke(req(health("nogrant"), "r-health", 1)).await;
+    assert_eq!(failure(&r).code, "forbidden");
+    assert_eq!(
+        returned(&r),
+        vec![(
+            "mcp:nogrant#server-health".to_owned(),
+            ToolStatus::Forbidden,
+            None,
+            None
+        )]
+    );
+
+    // A budget of one operation in one run: the second health is refused.
+    let budget = || wop_runtime::metering::RunBudget {
+        max_tool_calls: Some(1),
+        ..Default::default()
+    };
+    let mut q = req(health("fake"), "r-health-budget", 1);
+    q.budget = Some(budget());
+    output(&rt.invoke(q).await);
+    let mut q = req(health("fake"), "r-health-budget", 1);
+    q.budget = Some(budget());
+    let r = rt.invoke(q).await;
+    assert_eq!(failure(&r).code, "budget_exhausted", "{:?}", r.outcome);
+    let ret = returned(&r);
+    assert_eq!(ret.len(), 1, "{ret:?}");
+    assert_eq!((ret[0].1, ret[0].2), (ToolStatus::Error, None));
+}
+
 /// Client failures classified right (issue 19, decision 0018): a handshake
 /// that times out or fails before the call is sent releases the claim
 /// (`upstream_unavailable`, retryable; never `escaped`, never a recorded

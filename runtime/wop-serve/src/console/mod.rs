@@ -9,7 +9,12 @@
 //! operator pastes the token into a form once; the server checks it and
 //! answers with a session cookie (random, `HttpOnly`, `SameSite=Strict`,
 //! `Path=/console`, 8 hours) — the token itself is never stored in the
-//! browser. `Authorization: Bearer` works too (scripts, proxies).
+//! browser. Served over HTTPS (`serve.toml` `behindTls`, or
+//! `X-Forwarded-Proto: https` from one of its `trustedProxies`) the cookie
+//! is `__Host-wop_console` with `Secure` and `Path=/` (what the `__Host-`
+//! prefix requires): a browser never sends it over plain HTTP, and no
+//! sibling domain or plain-HTTP page can set it. `Authorization: Bearer`
+//! works too (scripts, proxies).
 
 mod chart;
 mod html;
@@ -20,7 +25,7 @@ use crate::api::{authenticate, read_body};
 use crate::state::AppState;
 use axum::body::Body;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{Extensions, HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -29,6 +34,8 @@ use std::time::{Duration, Instant};
 use wop_runtime::Principal;
 
 const COOKIE: &str = "wop_console";
+/// The cookie's name over HTTPS.
+const SECURE_COOKIE: &str = "__Host-wop_console";
 const TTL: Duration = Duration::from_secs(8 * 3600);
 /// Sessions kept at most (the oldest is dropped beyond).
 const MAX_SESSIONS: usize = 1024;
@@ -76,7 +83,37 @@ impl Sessions {
     }
 }
 
-fn cookie_session(headers: &HeaderMap) -> Option<String> {
+/// The session cookie's name and attributes: over HTTPS `__Host-` and
+/// `Secure` (which `__Host-` requires, with `Path=/` and no `Domain`).
+#[derive(Debug, Clone, Copy)]
+struct CookieKind {
+    tls: bool,
+}
+
+impl CookieKind {
+    fn of(state: &AppState, headers: &HeaderMap, extensions: &Extensions) -> Self {
+        CookieKind {
+            tls: state.over_tls(headers, extensions),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        if self.tls { SECURE_COOKIE } else { COOKIE }
+    }
+
+    /// `Set-Cookie` for `value`, kept `max_age` seconds.
+    fn set(self, value: &str, max_age: u64) -> String {
+        let (name, path, secure) = if self.tls {
+            (SECURE_COOKIE, "/", "; Secure")
+        } else {
+            (COOKIE, "/console", "")
+        };
+        format!("{name}={value}{secure}; HttpOnly; SameSite=Strict; Path={path}; Max-Age={max_age}")
+    }
+}
+
+/// The session id the request's cookie of `kind` carries.
+fn cookie_session(headers: &HeaderMap, kind: CookieKind) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -84,17 +121,17 @@ fn cookie_session(headers: &HeaderMap) -> Option<String> {
         .flat_map(|v| v.split(';'))
         .find_map(|kv| {
             let (k, v) = kv.trim().split_once('=')?;
-            (k == COOKIE && v.len() == 64 && v.bytes().all(|b| b.is_ascii_hexdigit()))
+            (k == kind.name() && v.len() == 64 && v.bytes().all(|b| b.is_ascii_hexdigit()))
                 .then(|| v.to_owned())
         })
 }
 
 /// Who is looking: a bearer token, else a session cookie.
-fn viewer(state: &AppState, headers: &HeaderMap) -> Option<Principal> {
+fn viewer(state: &AppState, headers: &HeaderMap, kind: CookieKind) -> Option<Principal> {
     if headers.contains_key(header::AUTHORIZATION) {
         return authenticate(state, headers).ok();
     }
-    cookie_session(headers).and_then(|id| state.sessions.get(&id))
+    cookie_session(headers, kind).and_then(|id| state.sessions.get(&id))
 }
 
 fn html(status: StatusCode, body: String) -> Response {
@@ -133,9 +170,11 @@ pub(crate) struct ConsoleQuery {
 pub(crate) async fn get(
     State(state): State<AppState>,
     headers: HeaderMap,
+    extensions: Extensions,
     q: Result<Query<ConsoleQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let Some(p) = viewer(&state, &headers) else {
+    let kind = CookieKind::of(&state, &headers, &extensions);
+    let Some(p) = viewer(&state, &headers, kind) else {
         return html(StatusCode::OK, page::login(None));
     };
     if let Err(e) = crate::routes::operator(&p, "the console needs") {
@@ -166,8 +205,10 @@ pub(crate) async fn get(
 pub(crate) async fn login(
     State(state): State<AppState>,
     headers: HeaderMap,
+    extensions: Extensions,
     body: Body,
 ) -> Response {
+    let kind = CookieKind::of(&state, &headers, &extensions);
     let bytes = match read_body(&state, &headers, body).await {
         Ok(b) => b,
         Err(e) => return e.into_response(),
@@ -187,20 +228,20 @@ pub(crate) async fn login(
         return html(StatusCode::FORBIDDEN, page::login(Some(&e.message)));
     }
     let id = state.sessions.open(p);
-    see_console(Some(format!(
-        "{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/console; Max-Age={}",
-        TTL.as_secs()
-    )))
+    see_console(Some(kind.set(&id, TTL.as_secs())))
 }
 
 /// `POST /console/logout`.
-pub(crate) async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Some(id) = cookie_session(&headers) {
+pub(crate) async fn logout(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    extensions: Extensions,
+) -> Response {
+    let kind = CookieKind::of(&state, &headers, &extensions);
+    if let Some(id) = cookie_session(&headers, kind) {
         state.sessions.close(&id);
     }
-    see_console(Some(format!(
-        "{COOKIE}=; HttpOnly; SameSite=Strict; Path=/console; Max-Age=0"
-    )))
+    see_console(Some(kind.set("", 0)))
 }
 
 /// One field of an `application/x-www-form-urlencoded` body.
@@ -234,9 +275,25 @@ mod tests {
             header::COOKIE,
             format!("x=1; {COOKIE}={id}").parse().unwrap(),
         );
-        assert_eq!(cookie_session(&h).as_deref(), Some(id.as_str()));
+        let (plain, tls) = (CookieKind { tls: false }, CookieKind { tls: true });
+        assert_eq!(cookie_session(&h, plain).as_deref(), Some(id.as_str()));
+        assert_eq!(cookie_session(&h, tls), None, "over TLS only __Host-");
+        h.insert(
+            header::COOKIE,
+            format!("{SECURE_COOKIE}={id}").parse().unwrap(),
+        );
+        assert_eq!(cookie_session(&h, tls).as_deref(), Some(id.as_str()));
+        assert_eq!(cookie_session(&h, plain), None);
         h.insert(header::COOKIE, format!("{COOKIE}=short").parse().unwrap());
-        assert_eq!(cookie_session(&h), None);
+        assert_eq!(cookie_session(&h, plain), None);
+        assert_eq!(
+            tls.set("ab", 5),
+            "__Host-wop_console=ab; Secure; HttpOnly; SameSite=Strict; Path=/; Max-Age=5"
+        );
+        assert_eq!(
+            plain.set("ab", 5),
+            "wop_console=ab; HttpOnly; SameSite=Strict; Path=/console; Max-Age=5"
+        );
         assert_eq!(
             html::esc("<a href='x'>&\"</a>"),
             "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"

@@ -144,3 +144,114 @@ async fn the_console_in_headless_chromium() {
     assert!(shot.exists());
     s.stop().await;
 }
+
+/// Signs in through `POST /console/login` with `headers` added; the
+/// `Set-Cookie` answered.
+async fn sign_in(addr: SocketAddr, headers: &[(&str, &str)]) -> String {
+    let mut h = vec![("Content-Type", "application/x-www-form-urlencoded")];
+    h.extend_from_slice(headers);
+    let r = req(
+        addr,
+        "POST",
+        "/console/login",
+        &h,
+        format!("token={TOKEN}").as_bytes(),
+    )
+    .await;
+    assert_eq!(r.status, 303, "{}", String::from_utf8_lossy(&r.body));
+    r.header("set-cookie").unwrap().to_owned()
+}
+
+/// Whether `cookie` (as a `Cookie` header) with `headers` opens the
+/// dashboard rather than the sign-in form.
+async fn signed_in(addr: SocketAddr, cookie: &str, headers: &[(&str, &str)]) -> bool {
+    let mut h = vec![("Cookie", cookie)];
+    h.extend_from_slice(headers);
+    let r = req(addr, "GET", "/console", &h, b"").await;
+    assert_eq!(r.status, 200);
+    !String::from_utf8_lossy(&r.body).contains("Sign in")
+}
+
+/// Issue 33, item 8: behind a TLS-terminating proxy the console's session
+/// cookie is `__Host-wop_console` with `Secure` and `Path=/` — when
+/// `serve.toml` says `behindTls`, or when a configured trusted proxy sends
+/// `X-Forwarded-Proto: https`; the header from any other peer changes
+/// nothing. Through the real server (no browser needed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_cookie_is_secure_over_tls() {
+    const XFP: (&str, &str) = ("X-Forwarded-Proto", "https");
+    let plain = |c: &str| {
+        c.starts_with("wop_console=")
+            && !c.contains("Secure")
+            && c.contains("HttpOnly; SameSite=Strict; Path=/console;")
+    };
+    let secure = |c: &str| {
+        c.starts_with("__Host-wop_console=")
+            && c.contains("; Secure; HttpOnly; SameSite=Strict; Path=/;")
+            && !c.contains("Domain")
+    };
+    let pair = |set: &str| set.split(';').next().unwrap().to_owned();
+
+    // No proxy trusted: the header is a client's word, ignored.
+    let s = start("", &serve_toml(""), &["hello"]).await;
+    let c = sign_in(s.addr, &[XFP]).await;
+    assert!(plain(&c), "{c}");
+    assert!(signed_in(s.addr, &pair(&c), &[]).await);
+    s.stop().await;
+
+    // A trusted proxy elsewhere: the loopback peer is not it.
+    let s = start(
+        "",
+        &serve_toml("trustedProxies = [\"10.0.0.0/8\", \"fd00::/8\"]"),
+        &["hello"],
+    )
+    .await;
+    let c = sign_in(s.addr, &[XFP]).await;
+    assert!(plain(&c), "{c}");
+    s.stop().await;
+
+    // The proxy is the peer: its `X-Forwarded-Proto: https` is believed.
+    let s = start(
+        "",
+        &serve_toml("trustedProxies = [\"127.0.0.0/8\"]"),
+        &["hello"],
+    )
+    .await;
+    let c = sign_in(s.addr, &[XFP]).await;
+    assert!(secure(&c), "{c}");
+    let session = pair(&c);
+    assert!(signed_in(s.addr, &session, &[XFP]).await);
+    // The same session under the plain name is not a session: over TLS
+    // only the `__Host-` cookie is read, and over plain HTTP only the
+    // plain one.
+    let id = session.split_once('=').unwrap().1;
+    assert!(!signed_in(s.addr, &format!("wop_console={id}"), &[XFP]).await);
+    assert!(!signed_in(s.addr, &session, &[]).await);
+    // Without the header, or with `http`, it is plain HTTP.
+    assert!(plain(&sign_in(s.addr, &[]).await));
+    assert!(plain(
+        &sign_in(s.addr, &[("X-Forwarded-Proto", "http")]).await
+    ));
+    // Sign-out clears the `__Host-` cookie with the same attributes.
+    let r = req(
+        s.addr,
+        "POST",
+        "/console/logout",
+        &[("Cookie", &session), XFP],
+        b"",
+    )
+    .await;
+    let cleared = r.header("set-cookie").unwrap().to_owned();
+    assert!(
+        secure(&cleared) && cleared.contains("Max-Age=0"),
+        "{cleared}"
+    );
+    assert!(!signed_in(s.addr, &session, &[XFP]).await);
+    s.stop().await;
+
+    // `behindTls`: always.
+    let s = start("", &serve_toml("behindTls = true"), &["hello"]).await;
+    let c = sign_in(s.addr, &[]).await;
+    assert!(secure(&c), "{c}");
+    s.stop().await;
+}

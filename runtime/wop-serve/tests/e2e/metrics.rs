@@ -164,3 +164,86 @@ async fn prometheus_scrapes_exact_counts_by_outcome_code() {
     assert_eq!(up.get("wop"), Some(&1.0));
     s.stop().await;
 }
+
+/// The series `/metrics` shows now (sample lines).
+async fn series(addr: SocketAddr) -> Vec<String> {
+    let r = req(
+        addr,
+        "GET",
+        "/metrics",
+        &[("Authorization", &bearer(TOKEN))],
+        b"",
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    String::from_utf8(r.body)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The value of the sample line that starts with `prefix`.
+fn sample(lines: &[String], prefix: &str) -> f64 {
+    lines
+        .iter()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no `{prefix}` in {lines:?}"))
+}
+
+/// Issue 33, item 1: a pack with only the `tools` capability calls
+/// `tools.call` with 10,000 distinct ids of its choosing — MCP ids of
+/// servers the policy does not configure (`mcp:s<n>/x`) and of tools no
+/// catalog lists on one it does (`mcp:files/t<n>`) — through the real
+/// service: `/metrics` has exactly the series it had before, and every
+/// call is counted under a label from the configuration.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pack_chosen_tool_ids_do_not_add_series() {
+    let policy = "[packs.id-flood]\ncapabilities = [\"tools\"]\ntools = [\"crm:*\"]\n\n\
+                  [mcp.servers.files]\ntransport = \"stdio\"\ncommand = \"/bin/false\"\n";
+    let s = start(policy, &serve_toml(""), &["id-flood"]).await;
+    let flood = |prefix: &'static str, from: u64, calls: u64| async move {
+        let body = json!({"typeId": "wop.testing.id-flood", "inputs": {
+            "mode": "ids", "prefix": prefix, "suffix": "/x", "from": from, "calls": calls}});
+        let r = post_json(s.addr, "/host/wop/invocations", TOKEN, &body).await;
+        assert_eq!(r.status, 200);
+        let v = r.json();
+        assert_eq!(v["outcome"], "completed", "{v}");
+        assert_eq!(v["output"]["errors"], calls, "every call refused: {v}");
+    };
+    // One call of each shape first, so every family the flood touches
+    // exists before counting.
+    flood("mcp:s", 0, 1).await;
+    flood("mcp:files/t", 0, 1).await;
+    let before = series(s.addr).await;
+    const PER: u64 = 1_000;
+    for i in 0..5 {
+        flood("mcp:s", 1 + i * PER, PER).await;
+        flood("mcp:files/t", 1 + i * PER, PER).await;
+    }
+    let after = series(s.addr).await;
+    assert_eq!(
+        after.len(),
+        before.len(),
+        "10,000 pack-chosen ids added series: {:?}",
+        after
+            .iter()
+            .filter(|l| !before
+                .iter()
+                .any(|b| b.split(' ').next() == l.split(' ').next()))
+            .take(5)
+            .collect::<Vec<_>>()
+    );
+    let other = r#"wop_tool_calls_total{tool="other",status="forbidden"}"#;
+    let files = r#"wop_tool_calls_total{tool="mcp:files/*",status="forbidden"}"#;
+    assert_eq!(sample(&after, other) - sample(&before, other), 5_000.0);
+    assert_eq!(sample(&after, files) - sample(&before, files), 5_000.0);
+    assert!(after.iter().all(|l| !l.contains("mcp:s")), "{after:?}");
+    // The configured labels are still themselves, not `other`.
+    let mine = r#"wop_invocations_total{pack="id-flood",node_type="wop.testing.id-flood",tenant="acme",code="completed"}"#;
+    assert_eq!(sample(&after, mine), 12.0);
+    s.stop().await;
+}

@@ -35,6 +35,11 @@ async fn the_service_exports_spans_under_the_callers_traceparent() {
         .args(["--listen", "127.0.0.1:0", "--anonymous-loopback"])
         .args(["--store", dir.path().join("store").to_str().unwrap()])
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url(""))
+        // OPERATIONS.md's form: percent-encoded values (issue 33, item 11).
+        .env(
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "authorization=Bearer%20t0ken,x-scope-orgid=a%3Db%2Cc",
+        )
         .stderr(Stdio::null());
     let (_child, addr, _out) = wop_testkit::spawn_serve(&mut cmd).unwrap();
 
@@ -101,6 +106,17 @@ async fn the_service_exports_spans_under_the_callers_traceparent() {
                 )
             })
     };
+    // The collector got the decoded values.
+    for r in collector.requests() {
+        assert_eq!(
+            r.headers.get("authorization").map(String::as_str),
+            Some("Bearer t0ken")
+        );
+        assert_eq!(
+            r.headers.get("x-scope-orgid").map(String::as_str),
+            Some("a=b,c")
+        );
+    }
     assert_eq!(
         parent_of("tr-1"),
         Some((

@@ -8,6 +8,11 @@
 //! - `"log"`: logs one message of `inputs.logBytes` bytes (default 32 MiB)
 //!   forever. Cheap in fuel, expensive for the host: the runtime must stop
 //!   it near its wall clock.
+//! - `"ids"`: `inputs.calls` tool calls, each with a distinct id of the
+//!   caller's choosing, `<prefix><from + i><suffix>` (say `mcp:s` and
+//!   `/x`: `mcp:s0/x`, `mcp:s1/x`, ...), going on past every refusal;
+//!   completes with `{"errors": n, "codes": [distinct codes]}`. The host
+//!   must not keep one thing per distinct id (a metric series, say).
 
 use serde::Deserialize;
 use serde_json::json;
@@ -31,6 +36,15 @@ struct Inputs {
     /// Length of the log message.
     #[serde(default = "default_log")]
     log_bytes: usize,
+    /// `ids`: what each id starts with.
+    #[serde(default)]
+    prefix: String,
+    /// `ids`: what each id ends with.
+    #[serde(default)]
+    suffix: String,
+    /// `ids`: the first number.
+    #[serde(default)]
+    from: u64,
 }
 
 /// 1 MiB.
@@ -56,11 +70,22 @@ impl Pack for IdFlood {
                 ctx.log().info(&message);
             }
         }
-        let id = format!("crm:{}", "x".repeat(inputs.id_bytes));
+        let fixed = if inputs.mode == "ids" {
+            String::new()
+        } else {
+            format!("crm:{}", "x".repeat(inputs.id_bytes))
+        };
         let mut errors = 0u64;
         let mut codes: Vec<String> = Vec::new();
-        for _ in 0..inputs.calls {
-            if let Err(e) = ctx.tools().call(&id, &json!({}), None) {
+        for i in 0..inputs.calls {
+            let distinct;
+            let id = if inputs.mode == "ids" {
+                distinct = format!("{}{}{}", inputs.prefix, inputs.from + i, inputs.suffix);
+                &distinct
+            } else {
+                &fixed
+            };
+            if let Err(e) = ctx.tools().call(id, &json!({}), None) {
                 errors += 1;
                 if !codes.contains(&e.code) {
                     codes.push(e.code);
