@@ -87,6 +87,10 @@ pub(crate) fn engine() -> Result<&'static Engine, ConfigError> {
 /// code (wasmtime version, target, tunables, features): part of the compile
 /// cache key, so an artifact is never loaded into an incompatible engine.
 pub(crate) fn fingerprint(engine: &Engine) -> String {
+    fingerprint_for(engine, ENGINE_VERSION)
+}
+
+fn fingerprint_for(engine: &Engine, version: &str) -> String {
     use std::hash::{Hash, Hasher};
     struct ShaHasher(Sha256);
     impl Hasher for ShaHasher {
@@ -99,6 +103,9 @@ pub(crate) fn fingerprint(engine: &Engine) -> String {
     }
     let mut h = ShaHasher(Sha256::new());
     engine.precompile_compatibility_hash().hash(&mut h);
+    // wasmtime's hash covers its own version; ours names it too, so a
+    // cache written by another engine is never even offered to this one.
+    h.write(version.as_bytes());
     h.write(b"wop-engine-v1");
     hex::encode(&h.0.finalize()[..16])
 }
@@ -116,5 +123,18 @@ mod tests {
             .and_then(|p| p.lines().find_map(|l| l.strip_prefix("version = \"")))
             .map(|v| v.trim_end_matches('"'));
         assert_eq!(locked, Some(super::ENGINE_VERSION));
+    }
+
+    /// The compile cache's key names the engine: an artifact written by
+    /// the previous engine (48.0.8) has another file name, so it is
+    /// recompiled, never offered to this one.
+    #[test]
+    fn the_cache_key_changes_with_the_engine_version() {
+        let engine = wasmtime::Engine::new(&super::engine_config()).unwrap();
+        assert_ne!(
+            super::fingerprint(&engine),
+            super::fingerprint_for(&engine, "48.0.8")
+        );
+        assert_eq!(super::fingerprint(&engine), super::fingerprint(&engine));
     }
 }
