@@ -29,6 +29,7 @@ fn section() -> TrustSection {
             public_key: Some(public_key_of(&SEED)),
             public_key_file: None,
             packs: vec!["acme.*".to_owned(), "fuzz".to_owned()],
+            never: Vec::new(),
         },
     );
     keys.insert(
@@ -37,11 +38,15 @@ fn section() -> TrustSection {
             public_key: Some(public_key_of(&OTHER)),
             public_key_file: None,
             packs: vec!["*".to_owned()],
+            // As `wop install --trust-registry` sets it: never over an
+            // operator key's pattern.
+            never: vec!["acme.*".to_owned()],
         },
     );
     TrustSection {
         require_signature: false,
         keys,
+        registry_namespaces: None,
     }
 }
 
