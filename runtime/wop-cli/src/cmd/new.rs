@@ -366,6 +366,13 @@ fi
   exit 2
 }}
 target="${{CARGO_TARGET_DIR:-$here/target}}"
+# The wasm target for the toolchain this directory builds with (rustup does
+# not add it by itself, e.g. where RUSTUP_AUTO_INSTALL=0).
+if command -v rustup >/dev/null 2>&1 \
+  && ! (cd "$here" && rustup target list --installed) | grep -qx wasm32-wasip2; then
+  echo "build.sh: adding the wasm32-wasip2 target to $(cd "$here" && rustup show active-toolchain | cut -d' ' -f1)" >&2
+  (cd "$here" && rustup target add wasm32-wasip2)
+fi
 (cd "$here" && cargo build --release --target wasm32-wasip2)
 "$wop" pack "$here" --wasm "$target/wasm32-wasip2/release/{crate_file}.wasm" --out "$out"
 "#,
