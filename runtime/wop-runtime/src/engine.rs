@@ -27,7 +27,16 @@ const POOL_TABLES_PER_COMPONENT: u32 = 64;
 /// `memoryBytes` ceiling is enforced below this by the store limiter).
 const POOL_MAX_MEMORY_BYTES: usize = 4 << 30;
 /// Bytes of each linear memory / table slot kept resident between uses.
-const POOL_KEEP_RESIDENT_MEMORY: usize = 1 << 20;
+/// 8 MiB: a componentized Python hello dirties about 5 MiB, so with 1 MiB
+/// every call paid ~318 page faults re-faulting the rest (4 MiB: 257;
+/// 8 MiB: 5; 16 MiB: 0). `fuel-benches` `languages`, same machine, one
+/// run each: Python 1847 -> 1358 µs p50, JavaScript 349 -> 189, Rust
+/// 67 -> 53 (decision 0028).
+const POOL_KEEP_RESIDENT_MEMORY: usize = 8 << 20;
+/// Idle slots that keep their memory warm (wasmtime's default is 100): the
+/// RSS an idle pool can hold is at most this many × the kept bytes,
+/// 128 MiB (8 lost slot affinity: Python 30 faults per call again).
+const POOL_MAX_UNUSED_WARM_SLOTS: u32 = 16;
 const POOL_KEEP_RESIDENT_TABLE: usize = 64 << 10;
 /// Guest stack: 1 MiB of wasm stack on a 2 MiB host fiber stack.
 const MAX_WASM_STACK: usize = 1 << 20;
@@ -61,13 +70,15 @@ pub fn engine_config() -> Config {
         .table_elements(usize::try_from(wop_core::limits::MAX_TABLE_ELEMENTS).unwrap_or(usize::MAX))
         .max_memory_size(POOL_MAX_MEMORY_BYTES);
     // Slot reuse without page faults or cross-core TLB shootdowns: keep
-    // the first MiB of each memory (64 KiB of each table) resident and
+    // the first 8 MiB of each memory (64 KiB of each table) resident and
     // reset only its dirty pages (PAGEMAP_SCAN, Linux >= 6.7; `Auto` falls
     // back to memset of the kept bytes elsewhere). Memory is zeroed either
     // way. Measured in fuel-benches `latency`/`throughput`: hello 68.6 ->
     // 51.6 µs p50, and 2 tasks now scale 1.8x instead of 1.4x (decision
-    // 0010). Costs at most `max_unused_warm_slots` (100) MiB of RSS.
-    pool.linear_memory_keep_resident(POOL_KEEP_RESIDENT_MEMORY)
+    // 0010). Idle, it holds at most 16 warm slots × 8 MiB of RSS (before:
+    // 100 × 1 MiB), and only pages an instance actually dirtied.
+    pool.max_unused_warm_slots(POOL_MAX_UNUSED_WARM_SLOTS)
+        .linear_memory_keep_resident(POOL_KEEP_RESIDENT_MEMORY)
         .table_keep_resident(POOL_KEEP_RESIDENT_TABLE)
         .pagemap_scan(wasmtime::Enabled::Auto);
     c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
