@@ -2,7 +2,7 @@
 //! the real `wop serve` — under a concurrent mix of honest and hostile
 //! invocations for N minutes, recording every answer, host panics and RSS
 //! over time. Exits non-zero if a call went unanswered or got an
-//! unexpected answer, anything panicked, RSS grew more than 10 % after the
+//! unexpected answer, anything panicked, RSS grew more than 5 % after the
 //! warm-up, or `wop serve` did not exit 0 on SIGTERM.
 //!
 //! ```sh

@@ -147,7 +147,7 @@ pub fn verdict(samples: &[Sample], warm_s: f64, run: Duration) -> Verdict {
 ///
 /// Why: RSS legitimately climbs at first while the process reaches its
 /// working set — the pooling allocator's warm slots get their first pages
-/// touched (up to 1 MiB kept resident per slot), the compile cache holds
+/// touched (up to 8 MiB kept resident per slot), the compile cache holds
 /// every module, the allocator's per-thread arenas and tokio's blocking
 /// pool grow to the concurrency, sled's page cache and the kv store fill.
 /// Growth after that is what a leak looks like. Measured (10-minute runs,
@@ -162,6 +162,11 @@ pub fn warmup(run: Duration) -> Duration {
 /// pool's warm slots are touched one by one as concurrency spreads over
 /// them, and caches fill at the rate of the run.
 pub const JUDGED_FROM: Duration = Duration::from_secs(300);
+
+/// The most RSS growth after the warm-up a judged run may show, percent
+/// (issue 33.12; it was 10 % while the serve soak grew 9.1 % in 330 s; with
+/// 8 MiB kept resident per slot it grew 0.7 %, decision 0028).
+pub const MAX_GROWTH_PCT: f64 = 5.0;
 
 /// RSS at the baseline and at the end, and the growth between them.
 #[derive(Debug, Clone, Copy, Default)]
@@ -183,9 +188,10 @@ impl Verdict {
         (self.end_kib as f64 - self.start_kib as f64) * 100.0 / self.start_kib as f64
     }
 
-    /// End within 10 % of the baseline (above it; shrinking is flat).
+    /// End within [`MAX_GROWTH_PCT`] of the baseline (above it; shrinking
+    /// is flat).
     pub fn flat(&self) -> bool {
-        self.start_kib > 0 && self.growth_pct() <= 10.0
+        self.start_kib > 0 && self.growth_pct() <= MAX_GROWTH_PCT
     }
 
     /// `flat`, for a run long enough to be judged (see [`JUDGED_FROM`]);
@@ -228,5 +234,13 @@ mod tests {
         assert_eq!(warmup(Duration::from_secs(40)), Duration::from_secs(12));
         assert!(!r.acceptable(Duration::from_secs(600)));
         assert!(r.acceptable(Duration::from_secs(40)), "too short to judge");
+        // The limit is 5 %: 4 % passes, 6 % does not.
+        for (end, flat) in [(104_000, true), (106_000, false)] {
+            for x in v.iter_mut().filter(|x| x.at_s >= 90.0) {
+                x.rss_kib = end;
+            }
+            let r = verdict(&v, 10.0, Duration::from_secs(100));
+            assert_eq!(r.flat(), flat, "{:.1} %", r.growth_pct());
+        }
     }
 }
