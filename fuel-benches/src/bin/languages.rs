@@ -66,7 +66,7 @@ struct Samples {
     fuel: u64,
 }
 
-fn langs(built: &Path) -> Result<Vec<Lang>> {
+fn langs(built: &Path, scratch: &Path) -> Result<Vec<Lang>> {
     let mut out = vec![lang(
         "rust",
         wop_test_packs::pack_dir("hello"),
@@ -83,7 +83,34 @@ fn langs(built: &Path) -> Result<Vec<Lang>> {
         }
         out.push(lang(name, dir, &format!("wop.samples.{name}.hello"))?);
     }
+    out.push(registry_js(scratch)?);
     Ok(out)
+}
+
+/// The registry's own JavaScript demo pack (`uppercase`), unpacked from
+/// the real archive kept as a test fixture, its signing block removed
+/// (this bench trusts no key): the protocol's JavaScript as it is, built
+/// by `wop` into a component at load.
+fn registry_js(scratch: &Path) -> Result<Lang> {
+    let tgz = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../runtime/wop-cli/tests/fixtures/openwop-registry/v1/packs/community.openwop-team.demo/-/0.1.0.tgz",
+    );
+    let dir = scratch.join("registry-js");
+    std::fs::create_dir_all(&dir)?;
+    let ok = std::process::Command::new("tar")
+        .arg("-xzf")
+        .arg(&tgz)
+        .arg("-C")
+        .arg(&dir)
+        .status()?
+        .success();
+    anyhow::ensure!(ok, "cannot unpack {}", tgz.display());
+    let mut m: Value = serde_json::from_slice(&std::fs::read(dir.join("pack.json"))?)?;
+    if let Some(o) = m.as_object_mut() {
+        o.remove("signing");
+    }
+    std::fs::write(dir.join("pack.json"), serde_json::to_vec(&m)?)?;
+    lang("registry-js", dir, "community.openwop-team.demo.uppercase")
 }
 
 fn lang(name: &'static str, dir: PathBuf, type_id: &str) -> Result<Lang> {
@@ -101,7 +128,8 @@ fn lang(name: &'static str, dir: PathBuf, type_id: &str) -> Result<Lang> {
 }
 
 fn inputs() -> Value {
-    json!({"name": "Ada"})
+    // `name` for the hello samples, `text` for the registry's uppercase.
+    json!({"name": "Ada", "text": "Ada"})
 }
 
 /// Minor page faults of this process so far (`/proc/self/stat` field 10).
@@ -170,8 +198,8 @@ async fn main() -> Result<()> {
         "usage: languages <built-dir> [N] [--serve-memory-store]   (<built-dir>: the out-dir of sdk/build-all.sh)",
     )?);
     let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(500);
-    let langs = langs(&built)?;
     let tmp = tempfile::tempdir()?;
+    let langs = langs(&built, tmp.path())?;
 
     let rt = runtime(&RuntimeConfig::new(), &langs).await?;
     let sled = Arc::new(SledStore::open(&tmp.path().join("library-store"))?);

@@ -145,7 +145,14 @@ pub(crate) fn print_events(events: &[Event], indent: &str) {
 pub(crate) fn print_inspection(i: &Inspection) {
     let m = &i.manifest;
     println!("pack {}@{}  ({})", m.name, m.version, i.dir.display());
-    println!("  entry {}  sha256 {}", m.runtime.entry, i.sha256);
+    if m.runtime.language == wop_core::manifest::Language::Javascript {
+        println!(
+            "  entry {} (JavaScript, built here)  component sha256 {}",
+            m.runtime.entry, i.sha256
+        );
+    } else {
+        println!("  entry {}  sha256 {}", m.runtime.entry, i.sha256);
+    }
     println!("nodes");
     for n in &m.nodes {
         println!(

@@ -8,13 +8,12 @@
 //! over-long paths get codes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod common;
+
+use common::{registry_fixtures as fixtures, text, wop_in};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/openwop-registry")
-}
+use std::process::Command;
 
 fn archive(name: &str, version: &str) -> PathBuf {
     fixtures().join(format!("v1/packs/{name}/-/{version}.tgz"))
@@ -27,53 +26,10 @@ fn published_integrity(name: &str, version: &str) -> String {
     v["integrity"].as_str().unwrap().to_owned()
 }
 
-fn wop_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_wop"))
-        .args(args)
-        .current_dir(dir)
-        .env("WOP_DATA_DIR", dir.join("data"))
-        .env("WOP_CACHE_DIR", dir.join("cache"))
-        .output()
-        .expect("run wop")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 /// An operator policy trusting the registry's keys as its discovery
 /// document limits them (`permittedNamespaces`), as an operator would.
 fn policy(dir: &Path) -> PathBuf {
-    let disc: Value = serde_json::from_slice(
-        &std::fs::read(fixtures().join(".well-known/openwop-registry.json")).unwrap(),
-    )
-    .unwrap();
-    let mut doc = String::from("[trust]\nrequireSignature = true\n");
-    for k in disc["signingKeys"].as_array().unwrap() {
-        let id = k["keyId"].as_str().unwrap();
-        let file = fixtures().join(format!("keys/{id}.pub"));
-        if !file.exists() {
-            continue;
-        }
-        let packs: Vec<String> = k["permittedNamespaces"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| format!("{:?}", p.as_str().unwrap()))
-            .collect();
-        doc.push_str(&format!(
-            "[trust.keys.\"{id}\"]\npublicKeyFile = {:?}\npacks = [{}]\n",
-            file.display().to_string(),
-            packs.join(", ")
-        ));
-    }
-    let p = dir.join("policy.toml");
-    std::fs::write(&p, doc).unwrap();
-    p
+    common::registry_policy(dir, "")
 }
 
 /// `wop verify --json`: exit code and document.
@@ -94,33 +50,46 @@ fn verify(dir: &Path, pack: &Path, extra: &[&str]) -> (Option<i32>, Value, Strin
 }
 
 #[test]
-fn real_signed_archives_verify_whatever_their_kind_then_say_why_they_cannot_run() {
+fn real_signed_archives_verify_whatever_their_kind_then_say_whether_they_can_run() {
     let tmp = tempfile::tempdir().unwrap();
-    for (name, version, key, code) in [
+    // JavaScript node packs run here (issue 32).
+    for (name, version, key) in [
         (
             "community.openwop-team.demo",
             "0.1.0",
             "community-openwop-team-demo-1",
-            "unsupported_runtime",
         ),
+        // 65 and 74 entries: over the old cap of 64.
+        ("core.openwop.storage", "1.0.0", "openwop-team-1"),
+    ] {
+        let integrity = published_integrity(name, version);
+        let (exit, v, t) = verify(
+            tmp.path(),
+            &archive(name, version),
+            &["--integrity", &integrity],
+        );
+        assert_eq!(exit, Some(0), "{name}: {t}");
+        assert_eq!(v["verified"], true, "{name}: {t}");
+        assert_eq!(v["trust"]["keyId"], key, "{name}: {t}");
+        assert_eq!(v["runnable"], true, "{name}: {t}");
+    }
+    // A JavaScript pack that `requires` network access the policy does
+    // not grant: verified, and refused until the operator grants it.
+    let integrity = published_integrity("core.openwop.http", "2.0.0");
+    let (exit, v, t) = verify(
+        tmp.path(),
+        &archive("core.openwop.http", "2.0.0"),
+        &["--integrity", &integrity],
+    );
+    assert_eq!(exit, Some(3), "{t}");
+    assert_eq!(v["verified"], true, "{t}");
+    assert_eq!(v["error"]["code"], "pack_runtime_requirement_unmet", "{t}");
+    for (name, version, key, code) in [
         (
             "core.openwop.workflows.kicktodo-accountability",
             "1.0.0",
             "openwop-team-1",
             "unsupported_pack_kind",
-        ),
-        // 65 and 74 entries: over the old cap of 64.
-        (
-            "core.openwop.storage",
-            "1.0.0",
-            "openwop-team-1",
-            "unsupported_runtime",
-        ),
-        (
-            "core.openwop.http",
-            "2.0.0",
-            "openwop-team-1",
-            "unsupported_runtime",
         ),
         (
             "core.openwop.agent-examples",
@@ -150,7 +119,7 @@ fn real_signed_archives_verify_whatever_their_kind_then_say_why_they_cannot_run(
         tmp.path(),
         &[
             "verify",
-            &archive("community.openwop-team.demo", "0.1.0")
+            &archive("core.openwop.agent-examples", "1.0.0")
                 .display()
                 .to_string(),
             "--policy",
@@ -160,12 +129,11 @@ fn real_signed_archives_verify_whatever_their_kind_then_say_why_they_cannot_run(
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert!(
-        t.contains("verified: signed by `community-openwop-team-demo-1` (trusted)"),
+        t.contains("verified: signed by `openwop-team-1` (trusted)"),
         "{t}"
     );
     assert!(
-        t.contains("not runnable here: unsupported_runtime")
-            && t.contains("`javascript` is not supported"),
+        t.contains("not runnable here: unsupported_runtime") && t.contains("`remote`"),
         "{t}"
     );
 }

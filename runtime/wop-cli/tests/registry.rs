@@ -6,28 +6,12 @@
 //! installed. Signatures also cross-checked with `node:crypto`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod common;
+
+use common::{serve_dir as serve, text, wop_in};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use wop_testkit::ChildGuard;
-
-fn wop_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_wop"))
-        .args(args)
-        .current_dir(dir)
-        .env("WOP_DATA_DIR", dir.join("data"))
-        .env("WOP_CACHE_DIR", dir.join("cache"))
-        .output()
-        .expect("run wop")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn ok(o: &Output) -> String {
     let t = text(o);
@@ -114,36 +98,6 @@ impl Tree {
             .unwrap();
         }
     }
-}
-
-fn serve(root: &Path) -> (ChildGuard, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new("python3")
-        .args([
-            "-m",
-            "http.server",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--directory",
-        ])
-        .arg(root)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("python3 (the plain HTTP file server of this test)");
-    let g = ChildGuard(child);
-    for _ in 0..100 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return (g, port);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    panic!("the file server did not listen");
 }
 
 #[test]
@@ -466,7 +420,7 @@ fs.writeFileSync(keyPath, publicKey.export({ type: 'spki', format: 'pem' }));
 }
 
 #[test]
-fn a_javascript_pack_is_refused_as_unsupported_runtime() {
+fn a_javascript_pack_that_exports_no_declared_node_is_refused_by_its_build() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("js");
     std::fs::create_dir_all(&dir).unwrap();
@@ -481,9 +435,11 @@ fn a_javascript_pack_is_refused_as_unsupported_runtime() {
     let o = wop_in(tmp.path(), &["inspect", "js", "--no-cache"]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(3), "{t}");
-    assert!(t.contains("unsupported_runtime"), "{t}");
-    assert!(t.contains("`javascript` is not supported"), "{t}");
-    assert!(t.contains("sdk/js"), "{t}");
+    assert!(
+        t.contains("pack_build_failed (js_node_not_exported)"),
+        "{t}"
+    );
+    assert!(t.contains("community.demo.js.a"), "{t}");
 }
 
 #[test]

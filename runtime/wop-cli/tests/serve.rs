@@ -2,22 +2,11 @@
 //! `wop-serve` binary), over a real socket, stopped by SIGTERM.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use std::io::{BufRead, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
+mod common;
 
-fn post(addr: SocketAddr, path: &str, body: &str) -> String {
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
-}
+use common::post;
+use std::io::BufRead;
+use std::process::{Command, Stdio};
 
 #[test]
 fn wop_serve_runs_a_pack_and_stops_on_sigterm() {

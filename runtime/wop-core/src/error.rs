@@ -114,6 +114,10 @@ pub enum ErrorCode {
     /// A registry document (discovery, index, key) is larger than the
     /// client reads.
     RegistryDocumentTooLarge,
+    /// A JavaScript pack could not be built into a component (its code
+    /// does not parse, imports what it may not, exports no declared node,
+    /// or its top-level code failed): `details.reason` says which.
+    PackBuildFailed,
 }
 
 impl ErrorCode {
@@ -164,11 +168,12 @@ impl ErrorCode {
             Self::PackArchiveCorrupt => "pack_archive_corrupt",
             Self::InvalidTypeId => "invalid_type_id",
             Self::RegistryDocumentTooLarge => "registry_document_too_large",
+            Self::PackBuildFailed => "pack_build_failed",
         }
     }
 
     /// Every code, in declaration order (for tables and documents).
-    pub const ALL: [ErrorCode; 44] = [
+    pub const ALL: [ErrorCode; 45] = [
         Self::SandboxEscapeAttempt,
         Self::SandboxCapabilityDenied,
         Self::SandboxMemoryExceeded,
@@ -213,6 +218,7 @@ impl ErrorCode {
         Self::PackArchiveCorrupt,
         Self::InvalidTypeId,
         Self::RegistryDocumentTooLarge,
+        Self::PackBuildFailed,
     ];
 
     /// The code for a protocol string, if it is one of ours.
@@ -251,6 +257,7 @@ impl ErrorCode {
                 | Self::PackArchiveInvalid
                 | Self::PackArchiveCorrupt
                 | Self::InvalidTypeId
+                | Self::PackBuildFailed
         )
     }
 }
@@ -488,6 +495,15 @@ pub enum LoadError {
         /// What is wrong.
         message: String,
     },
+    /// A JavaScript pack's component could not be built (`wop-js`).
+    #[error("pack_build_failed ({reason}): {message}")]
+    Build {
+        /// The build's own code (`js_syntax_error`, `js_import_not_allowed`,
+        /// `js_node_not_exported`, `js_module_failed`, `js_build_limit`, …).
+        reason: String,
+        /// What, and where in the source.
+        message: String,
+    },
     /// A node type id is not `[A-Za-z0-9._-]{1,128}`.
     #[error("invalid_type_id at {path}: {message}")]
     TypeId {
@@ -602,6 +618,7 @@ impl LoadError {
             Self::UnsupportedKind { .. } => ErrorCode::UnsupportedPackKind,
             Self::Archive { code, .. } => *code,
             Self::TypeId { .. } => ErrorCode::InvalidTypeId,
+            Self::Build { .. } => ErrorCode::PackBuildFailed,
             Self::InvalidManifest { .. } => ErrorCode::InvalidManifest,
             Self::RequirementUnmet { .. } => ErrorCode::PackRuntimeRequirementUnmet,
             Self::Escape { .. } => ErrorCode::SandboxEscapeAttempt,
@@ -616,6 +633,7 @@ impl LoadError {
     pub fn details(&self) -> Map<String, Value> {
         match self {
             Self::Validation { path, .. } => crate::details! {"path" => path},
+            Self::Build { reason, .. } => crate::details! {"reason" => reason},
             Self::PackFile {
                 path,
                 file,

@@ -58,6 +58,9 @@ pub enum Language {
     WasmComponent,
     /// A core module following the WASM ABI v1.
     Wasm,
+    /// The protocol's JavaScript packs (`format: esm`): ES modules that
+    /// `wop` builds into a component (the QuickJS engine of `wop-js`).
+    Javascript,
 }
 
 /// `runtime`.
@@ -349,6 +352,7 @@ impl Manifest {
         let language = match req_str(rt, "language", "$.runtime")? {
             "wasm-component" => Language::WasmComponent,
             "wasm" => Language::Wasm,
+            "javascript" => Language::Javascript,
             other => {
                 return Err(LoadError::Unsupported(
                     crate::runnable::unsupported_language(other),
@@ -363,6 +367,18 @@ impl Manifest {
                     return Err(err(
                         "$.runtime.format",
                         "must be `wasm-component` for a wasm-component pack",
+                    ));
+                }
+            }
+        }
+        if language == Language::Javascript {
+            match rt.get("format") {
+                None => {}
+                Some(Value::String(f)) if f == "esm" => {}
+                Some(_) => {
+                    return Err(err(
+                        "$.runtime.format",
+                        "must be `esm` (or absent) for a `javascript` pack: ES modules are what this host builds",
                     ));
                 }
             }
@@ -409,21 +425,31 @@ impl Manifest {
         check_relative_path(entry, "$.runtime.entry")?;
         let requires = crate::requires::parse(rt.get("requires"))?;
 
-        let wop_v = v.get(VENDOR_KEY).ok_or_else(|| {
-            err(
-                format!("$.{VENDOR_KEY}"),
-                "is required: it holds the entry's sha256 and the capabilities the pack requests",
-            )
-        })?;
-        let wop: WopBlock = serde_path_to_error::deserialize(wop_v).map_err(|e| {
-            let inner = e.path().to_string();
-            let p = if inner == "." || inner.is_empty() {
-                format!("$.{VENDOR_KEY}")
-            } else {
-                format!("$.{VENDOR_KEY}.{inner}")
-            };
-            err(p, e.into_inner().to_string())
-        })?;
+        // A JavaScript pack (the registry's) needs no `x-wop`: its
+        // component is built here and its capabilities derived from its code.
+        let wop_v = match v.get(VENDOR_KEY) {
+            Some(w) => w,
+            None if language == Language::Javascript => &Value::Null,
+            None => {
+                return Err(err(
+                    format!("$.{VENDOR_KEY}"),
+                    "is required: it holds the entry's sha256 and the capabilities the pack requests",
+                ));
+            }
+        };
+        let wop: WopBlock = if wop_v.is_null() {
+            WopBlock::default()
+        } else {
+            serde_path_to_error::deserialize(wop_v).map_err(|e| {
+                let inner = e.path().to_string();
+                let p = if inner == "." || inner.is_empty() {
+                    format!("$.{VENDOR_KEY}")
+                } else {
+                    format!("$.{VENDOR_KEY}.{inner}")
+                };
+                err(p, e.into_inner().to_string())
+            })?
+        };
         if let Err((field, message)) = wop.limits.validate() {
             return Err(err(format!("$.{VENDOR_KEY}.limits.{field}"), message));
         }
@@ -433,11 +459,13 @@ impl Manifest {
         if let Err((at, e)) = wop.mcp.validate() {
             return Err(err(format!("$.{VENDOR_KEY}.mcp.{at}"), e));
         }
-        if wop.sha256.len() != 64
-            || !wop
-                .sha256
-                .chars()
-                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+        let js_without_sha = language == Language::Javascript && wop.sha256.is_empty();
+        if !js_without_sha
+            && (wop.sha256.len() != 64
+                || !wop
+                    .sha256
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)))
         {
             return Err(err(
                 format!("$.{VENDOR_KEY}.sha256"),

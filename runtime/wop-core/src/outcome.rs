@@ -8,7 +8,7 @@
 //!   `sandbox_invocation_error` + `cap.breached{output-bytes}` *before*
 //!   anything is parsed.
 //! - **A pack's error is checked, not taken at face value**: its code must
-//!   match [`valid_code`] (lowercase, `[a-z][a-z0-9_.-]*`, at most
+//!   match [`valid_code`] (`[A-Za-z][A-Za-z0-9_.-]*`, at most
 //!   [`MAX_CODE_BYTES`]) and its `details`, if any, must be a JSON object;
 //!   otherwise the node fails with `sandbox_invocation_error` (cause
 //!   `invalid-error`) from the runtime. A code the runtime reserves for its
@@ -74,10 +74,9 @@ pub fn valid_code(code: &str) -> bool {
     let b = code.as_bytes();
     !b.is_empty()
         && b.len() <= MAX_CODE_BYTES
-        && b[0].is_ascii_lowercase()
-        && b.iter().all(|c| {
-            c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'_' | b'.' | b'-')
-        })
+        && b[0].is_ascii_alphabetic()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
 }
 
 fn boxed_invalid(node_id: &str, kind: &str, message: String) -> Box<Classified> {
@@ -251,7 +250,7 @@ fn pack_error(
     };
     if !valid_code(code) {
         return malformed(format!(
-            "the node failed with a malformed error code; codes are lowercase `[a-z][a-z0-9_.-]*`, at most {MAX_CODE_BYTES} bytes"
+            "the node failed with a malformed error code; codes are `[A-Za-z][A-Za-z0-9_.-]*`, at most {MAX_CODE_BYTES} bytes"
         ));
     }
     let (code, details) = match ErrorCode::parse(code) {
@@ -331,7 +330,9 @@ mod tests {
                 "acme.crm-down_2",
             ),
             (failed("", None), false, "node_failed"),
-            (failed("Bad", None), false, "sandbox_invocation_error"),
+            // The registry's JavaScript packs use UPPER_SNAKE codes.
+            (failed("CONFIG_INVALID", None), false, "CONFIG_INVALID"),
+            (failed("1bad", None), false, "sandbox_invocation_error"),
             (failed("bad\ncode", None), false, "sandbox_invocation_error"),
             (
                 failed(&"a".repeat(65), None),

@@ -201,7 +201,11 @@ fn read_entry(root: &Dir, manifest: Manifest) -> Result<(Manifest, Vec<u8>, Stri
         "$.runtime.entry",
     )?;
     let actual = hex::encode(Sha256::digest(&entry));
-    if actual != manifest.wop.sha256 {
+    // A JavaScript pack without `x-wop.sha256` (the registry's): its
+    // sources are bound by the archive's integrity and the build's id.
+    let unpinned_js =
+        manifest.runtime.language == Language::Javascript && manifest.wop.sha256.is_empty();
+    if !unpinned_js && actual != manifest.wop.sha256 {
         return Err(LoadError::Integrity {
             entry: manifest.runtime.entry.clone(),
             expected: manifest.wop.sha256.clone(),
@@ -225,6 +229,29 @@ pub fn judge_imports<'a>(
     names: impl Iterator<Item = &'a str>,
     effective: &BTreeSet<Capability>,
 ) -> (Vec<ImportReport>, Option<LoadError>) {
+    judge(pack, names, effective, false)
+}
+
+/// [`judge_imports`] for a component built by `wop` around a shared engine
+/// (a JavaScript pack): the engine imports every host interface whatever
+/// the pack's code uses, so an ungranted one is not a refusal; it is
+/// reported `not-granted:denied-at-call` and every call to it fails with
+/// `sandbox_capability_denied` (the sandbox checks the grant on each host
+/// call). Escapes and unknown imports are refused as for any pack.
+pub fn judge_engine_imports<'a>(
+    pack: &str,
+    names: impl Iterator<Item = &'a str>,
+    effective: &BTreeSet<Capability>,
+) -> (Vec<ImportReport>, Option<LoadError>) {
+    judge(pack, names, effective, true)
+}
+
+fn judge<'a>(
+    pack: &str,
+    names: impl Iterator<Item = &'a str>,
+    effective: &BTreeSet<Capability>,
+    shared_engine: bool,
+) -> (Vec<ImportReport>, Option<LoadError>) {
     let mut reports = Vec::new();
     let mut refusal = None;
     for name in names {
@@ -232,6 +259,9 @@ pub fn judge_imports<'a>(
         let (verdict, err) = match &v {
             ImportVerdict::Allowed => ("allowed".to_owned(), None),
             ImportVerdict::Granted(_) => ("granted".to_owned(), None),
+            ImportVerdict::NotGranted(_) if shared_engine => {
+                ("not-granted:denied-at-call".to_owned(), None)
+            }
             ImportVerdict::NotGranted(c) => (
                 "not-granted".to_owned(),
                 Some(LoadError::CapabilityDenied {
@@ -316,8 +346,65 @@ pub fn resolve(policy: &Policy, manifest: &Manifest) -> Resolved {
 pub fn require_component(m: &Manifest) -> Result<(), LoadError> {
     match m.runtime.language {
         Language::WasmComponent => Ok(()),
+        Language::Javascript => Ok(()),
         Language::Wasm => Err(LoadError::Unsupported(
             "runtime.language `wasm` (WASM ABI v1 core modules) is not supported yet".to_owned(),
         )),
     }
+}
+
+/// Most module files a JavaScript pack may hold.
+pub const MAX_JS_MODULES: usize = 256;
+/// Deepest directory a JavaScript pack's modules may sit in.
+const MAX_JS_DEPTH: usize = 8;
+/// Largest single module source.
+const MAX_JS_MODULE_BYTES: u64 = 4 << 20;
+
+/// Every ES module file (`.mjs`, `.js`) of a JavaScript pack in `dir`, as
+/// `(path inside the pack, bytes)`, sorted, read by the bounded no-follow
+/// reader (symbolic links and special files are skipped: a pack is built
+/// from regular files only).
+pub fn read_module_sources(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, LoadError> {
+    let root = open_root(dir)?;
+    let mut out = Vec::new();
+    let mut pending = vec![(String::new(), 0usize)];
+    while let Some((rel_dir, depth)) = pending.pop() {
+        let listing = if rel_dir.is_empty() {
+            root.entries()
+        } else {
+            root.read_dir(&rel_dir)
+        }
+        .map_err(|e| {
+            LoadError::validation("$", format!("cannot list {rel_dir:?} in the pack: {e}"))
+        })?;
+        for entry in listing.flatten() {
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            let rel = if rel_dir.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel_dir}/{name}")
+            };
+            let Ok(ft) = entry.file_type() else { continue };
+            if ft.is_dir()
+                && depth < MAX_JS_DEPTH
+                && name != "node_modules"
+                && !name.starts_with('.')
+            {
+                pending.push((rel, depth + 1));
+            } else if ft.is_file() && (name.ends_with(".mjs") || name.ends_with(".js")) {
+                if out.len() >= MAX_JS_MODULES {
+                    return Err(LoadError::validation(
+                        "$.runtime.entry",
+                        format!("the pack holds more than {MAX_JS_MODULES} module files"),
+                    ));
+                }
+                let bytes = read_capped(&root, &rel, MAX_JS_MODULE_BYTES, "$.runtime.entry")?;
+                out.push((rel, bytes));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
 }

@@ -30,7 +30,7 @@ pub const OTHER_KINDS: &[&str] = &[
 ];
 
 /// The runtime languages this host runs.
-pub const LANGUAGES: &[&str] = &["wasm-component", "wasm"];
+pub const LANGUAGES: &[&str] = &["wasm-component", "wasm", "javascript"];
 
 /// The pack's `kind`, by the protocol's rule (absent: `node`).
 pub fn kind_of(manifest: &Value) -> Result<&str, LoadError> {
@@ -129,13 +129,15 @@ mod tests {
             code(json!({"kind": 7, "runtime": rt})),
             Err("pack_validation_failed")
         );
-        for l in ["javascript", "remote", "python"] {
+        for l in ["remote", "python"] {
             assert_eq!(
                 code(json!({"runtime": {"language": l}})),
                 Err("unsupported_runtime"),
                 "{l}"
             );
         }
+        // The registry's JavaScript packs run here (built by wop-js).
+        assert_eq!(code(json!({"runtime": {"language": "javascript"}})), Ok(()));
         assert_eq!(code(json!({"kind": "node"})), Err("pack_validation_failed"));
     }
 }

@@ -63,10 +63,34 @@ pub(crate) fn document(limits: Limits, registry: &Registry) -> CapabilityDocumen
                 "maxExecutionMs": limits.wall_clock_ms,
                 "loadedPacks": components,
             },
+            // The protocol's JavaScript packs (`runtime.language:
+            // javascript`, ES modules): built here into components (QuickJS
+            // behind the same world) and run in the same sandbox.
+            "javascript": {
+                "supported": true,
+                "formats": ["esm"],
+                "isolationModel": "wasm",
+                "engine": "quickjs",
+                "engineBuild": format!("wop-js/{}", wop_js::engine_sha256()),
+                "modules": ["node:crypto", "node:dns/promises"],
+            },
         }),
         sandbox: json!({
             "supported": true,
             "isolationModel": "wasm",
+            // RFC 0035 §B, each enforced for every pack kind here
+            // (`no-eval` for JavaScript packs: no eval, no Function
+            // constructors, no module from outside the pack).
+            "invariants": [
+                "node-pack-sandbox-fs-gated",
+                "node-pack-sandbox-no-env",
+                "node-pack-sandbox-network-gated",
+                "node-pack-sandbox-no-process",
+                "node-pack-sandbox-memory-cap",
+                "node-pack-sandbox-timeout",
+                "node-pack-sandbox-isolated-context",
+                "node-pack-sandbox-no-eval",
+            ],
             "allowedHostCalls": allowed,
             "memoryLimitBytes": limits.memory_bytes,
             "wallClockLimitMs": limits.wall_clock_ms,

@@ -74,7 +74,7 @@ pub mod metering {
 
 pub use cache::CacheStats;
 pub use capability_doc::CapabilityDocument;
-pub use component::GUEST_DATA_DIR;
+pub use component::{GUEST_DATA_DIR, JsBuild, build_javascript_pack};
 #[doc(hidden)]
 pub use engine::{FUEL_YIELD_INTERVAL, engine_config};
 pub use registry::PackSummary;

@@ -15,9 +15,9 @@ use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 use wop_core::error::{ConfigError, ErrorCode, LoadError};
 use wop_core::identity::{self, Described};
-use wop_core::manifest::Manifest;
+use wop_core::manifest::{Language, Manifest};
 use wop_core::model::Principal;
-use wop_core::pack::{Inspection, judge_imports, require_component, resolve};
+use wop_core::pack::{Inspection, judge_engine_imports, judge_imports, require_component, resolve};
 use wop_core::policy::Policy;
 
 /// What every component load shares: the engine, the linker of the
@@ -28,6 +28,8 @@ pub(crate) struct Components {
     cache: Arc<CompileCache>,
     /// The engine's fingerprint (part of the compile cache key).
     fingerprint: String,
+    /// Components built from JavaScript packs.
+    js: super::js::JsBuilds,
 }
 
 impl Components {
@@ -41,6 +43,7 @@ impl Components {
         Ok(Self {
             engine,
             linker,
+            js: super::js::JsBuilds::new(cache_dir.as_deref()),
             cache: Arc::new(CompileCache::new(cache_dir)),
             fingerprint: crate::engine::fingerprint(engine),
         })
@@ -88,12 +91,21 @@ impl Components {
     ) -> Result<(Inspection, Component), LoadError> {
         // Signature and escalation are judged before the entry is read
         // or compiled (decision 0009).
-        let (manifest, wasm, sha) = wop_core::pack::read_pack_trusted(dir, policy)?;
+        let (mut manifest, mut wasm, mut sha) = wop_core::pack::read_pack_trusted(dir, policy)?;
         require_component(&manifest)?;
+        let javascript = manifest.runtime.language == Language::Javascript;
+        if javascript {
+            (wasm, sha) = self.js.component(dir, &mut manifest).await?;
+        }
         let component = self.compile(policy, &sha, wasm).await?;
         let r = resolve(policy, &manifest);
         let ty = component.component_type();
-        let (imports, refusal) = judge_imports(
+        let judge = if javascript {
+            judge_engine_imports
+        } else {
+            judge_imports
+        };
+        let (imports, refusal) = judge(
             &manifest.name,
             ty.imports(self.engine).map(|(name, _)| name),
             &r.effective,

@@ -12,6 +12,8 @@
 mod bindings;
 mod execute;
 mod host;
+mod js;
+pub use js::{JsBuild, build_javascript_pack};
 mod loader;
 mod state;
 

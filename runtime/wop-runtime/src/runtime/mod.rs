@@ -365,6 +365,13 @@ fn pack_entries(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
     let mut v: Vec<PathBuf> = rd
         .filter_map(Result::ok)
         .map(|e| e.path())
+        // Hidden entries are not packs: `wop install` keeps its archives
+        // (`.archives/`) and staging directories there.
+        .filter(|p| {
+            !p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with('.'))
+        })
         .filter(|p| p.is_dir() || p.extension().is_some_and(|x| x == "wasm"))
         .collect();
     v.sort();

@@ -281,8 +281,11 @@ fn error_cases() -> Vec<ErrorCase> {
             Runtime,
             invalid.clone(),
         ),
+        // Upper case is a pack's own code (the registry's JavaScript packs
+        // use `CONFIG_INVALID`); a leading digit is not a code.
+        case("CONFIG_INVALID", "m", None, "CONFIG_INVALID", Pack, None),
         case(
-            "Bad",
+            "1bad",
             "m",
             None,
             "sandbox_invocation_error",

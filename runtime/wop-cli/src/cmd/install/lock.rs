@@ -16,6 +16,23 @@ pub(crate) struct Locked {
     /// The archive's URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved: Option<String>,
+    /// For a JavaScript pack: the component `wop` built from it at install.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component: Option<LockedComponent>,
+}
+
+/// The component built from a JavaScript pack (a `wop` extension of the
+/// protocol's lockfile; other hosts ignore it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct LockedComponent {
+    /// Lowercase hex sha256 of the component's bytes.
+    pub sha256: String,
+    /// sha256 over the engine and the pack's module sources: the same id
+    /// always builds the same bytes.
+    pub build_id: String,
+    /// The JavaScript engine, `wop-js/<sha256 of its bytes>`.
+    pub engine: String,
 }
 
 /// The lockfile.

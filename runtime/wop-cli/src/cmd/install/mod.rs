@@ -148,7 +148,7 @@ pub(crate) async fn install(a: InstallArgs) -> Result<u8, Failure> {
             };
             online(&a, &policy, reg, &w.name, pin.as_deref(), locked.as_ref()).await?
         };
-        let (installed, verdict) = place(&a, &policy, &w.name, &got)?;
+        let (installed, verdict, component) = place(&a, &policy, &w.name, &got)?;
         println!(
             "installed {}@{} -> {} ({}; {verdict})",
             w.name,
@@ -161,6 +161,7 @@ pub(crate) async fn install(a: InstallArgs) -> Result<u8, Failure> {
             version: got.version.clone(),
             integrity: got.integrity.clone(),
             resolved: got.resolved.clone(),
+            component,
         });
         if lock.registry.is_none() {
             lock.registry = registry.clone();
@@ -375,7 +376,14 @@ fn place(
     policy: &Policy,
     name: &str,
     got: &Got,
-) -> Result<(PathBuf, wop_core::trust::TrustVerdict), Failure> {
+) -> Result<
+    (
+        PathBuf,
+        wop_core::trust::TrustVerdict,
+        Option<lock::LockedComponent>,
+    ),
+    Failure,
+> {
     let Some(manifest_bytes) = got.files.get("pack.json") else {
         return Err(refused(
             ErrorCode::PackValidationFailed,
@@ -442,6 +450,19 @@ fn place(
     checked.trust.require_signature = !a.allow_unsigned;
     wop_core::pack::read_pack_trusted(staging.path(), &checked)
         .map_err(|e| refused(e.code(), e))?;
+    // A JavaScript pack is built here, before anything is kept: a pack
+    // whose code does not build is refused with its reason and position.
+    let component = if manifest.runtime.language == wop_core::manifest::Language::Javascript {
+        let built = wop_runtime::build_javascript_pack(staging.path(), &manifest)
+            .map_err(|e| refused(e.code(), e))?;
+        Some(lock::LockedComponent {
+            sha256: built.sha256,
+            build_id: built.build_id,
+            engine: format!("wop-js/{}", built.engine_sha256),
+        })
+    } else {
+        None
+    };
 
     let keep = archive_path(a, &manifest.name, &got.version);
     if let Some(d) = keep.parent() {
@@ -459,7 +480,7 @@ fn place(
     if old.exists() {
         std::fs::remove_dir_all(&old)?;
     }
-    Ok((dest, verdict))
+    Ok((dest, verdict, component))
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ` for ms since the epoch.

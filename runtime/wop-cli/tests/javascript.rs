@@ -1,0 +1,423 @@
+//! The protocol's JavaScript packs, unmodified, in the sandbox (issue 32):
+//! a real registry pack installed by name from a served copy of the real
+//! registry tree and run; hostile JavaScript of our own, each ending with
+//! its own code within its limits; what a JavaScript pack may not do
+//! without a grant. All through the real `wop` binary.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use common::{registry_fixtures as fixtures, registry_policy, serve_dir as serve, text, wop_in};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// `wop run --json` of one node: the outcome document.
+fn run(dir: &Path, pack: &Path, type_id: &str, input: &Value, extra: &[&str]) -> Value {
+    let input = input.to_string();
+    let pack = pack.display().to_string();
+    let mut args = vec!["run", &pack, type_id, "--input", &input, "--json"];
+    args.extend_from_slice(extra);
+    let o = wop_in(dir, &args);
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("not JSON: {}", text(&o)))
+}
+
+#[test]
+fn the_demo_pack_installs_by_name_from_the_real_registry_and_its_node_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_server, port) = serve(&fixtures());
+    let policy = registry_policy(tmp.path(), "[egress]\nallowLoopback = true\n");
+    let p = policy.display().to_string();
+    let registry = format!("http://127.0.0.1:{port}");
+    let o = wop_in(
+        tmp.path(),
+        &[
+            "install",
+            "community.openwop-team.demo",
+            "--registry",
+            &registry,
+            "--policy",
+            &p,
+        ],
+    );
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("installed community.openwop-team.demo@0.1.0"),
+        "{t}"
+    );
+    assert!(
+        t.contains("signed by `community-openwop-team-demo-1` (trusted)"),
+        "{t}"
+    );
+
+    // The lock records what was built: engine, build id, component sha256.
+    let lock: Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("pack-lock.json")).unwrap()).unwrap();
+    let c = &lock["packs"][0]["component"];
+    assert_eq!(c["sha256"].as_str().unwrap().len(), 64, "{lock}");
+    assert!(
+        c["engine"].as_str().unwrap().starts_with("wop-js/"),
+        "{lock}"
+    );
+
+    let pack = tmp.path().join("packs/community.openwop-team.demo");
+    let v = run(
+        tmp.path(),
+        &pack,
+        "community.openwop-team.demo.uppercase",
+        &json!({"text": "hello, registry"}),
+        &["--policy", &p],
+    );
+    assert_eq!(v["outcome"]["outcome"], "completed", "{v}");
+    assert_eq!(
+        v["outcome"]["output"],
+        json!({"text": "HELLO, REGISTRY"}),
+        "{v}"
+    );
+    // Metered like any pack.
+    assert!(v["usage"]["fuelConsumed"].as_u64().unwrap() > 0, "{v}");
+
+    // A second install of the same archive builds the same component.
+    let again = tempfile::tempdir().unwrap();
+    let policy2 = registry_policy(again.path(), "[egress]\nallowLoopback = true\n");
+    let o = wop_in(
+        again.path(),
+        &[
+            "install",
+            "community.openwop-team.demo",
+            "--registry",
+            &registry,
+            "--policy",
+            &policy2.display().to_string(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let lock2: Value =
+        serde_json::from_slice(&std::fs::read(again.path().join("pack-lock.json")).unwrap())
+            .unwrap();
+    assert_eq!(lock2["packs"][0]["component"], *c);
+}
+
+/// A JavaScript pack of our own in `dir/name`: `nodes` maps a short name to
+/// a handler's source; type ids are `h.js.<short>`.
+fn js_pack(dir: &Path, nodes: &[(&str, &str)]) -> PathBuf {
+    let p = dir.join("hostile");
+    std::fs::create_dir_all(&p).unwrap();
+    let decl: Vec<Value> = nodes
+        .iter()
+        .map(|(n, _)| json!({"typeId": format!("h.js.{n}"), "version": "0.1.0", "category": "data", "role": "pure"}))
+        .collect();
+    let manifest = json!({
+        "name": "h.js", "version": "0.1.0", "engines": {"openwop": ">=1.0.0"},
+        "nodes": decl,
+        "runtime": {"language": "javascript", "format": "esm", "entry": "./index.mjs"}
+    });
+    std::fs::write(p.join("pack.json"), manifest.to_string()).unwrap();
+    let mut src = String::from("export const nodes = {\n");
+    for (n, body) in nodes {
+        src.push_str(&format!("  'h.js.{n}': {body},\n"));
+    }
+    src.push_str("};\nexport default nodes;\n");
+    std::fs::write(p.join("index.mjs"), src).unwrap();
+    p
+}
+
+fn failed_with(v: &Value, code: &str) -> String {
+    assert_eq!(v["outcome"]["outcome"], "failed", "{v}");
+    assert_eq!(v["outcome"]["error"]["code"], code, "{v}");
+    v["outcome"]["error"]["message"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned()
+}
+
+#[test]
+fn hostile_javascript_ends_with_its_own_code_within_its_limits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pack = js_pack(
+        tmp.path(),
+        &[
+            ("loop", "async () => { for (;;) {} }"),
+            (
+                "regex",
+                "async () => ({ status: 'success', outputs: { v: /^(a+)+$/.test('a'.repeat(40) + 'b') } })",
+            ),
+            (
+                "array",
+                "async () => { const a = []; for (;;) a.push(new Array(4096).fill(7)); }",
+            ),
+            ("string", "async () => { let s = 'x'; for (;;) s += s; }"),
+            (
+                "recursion",
+                "async () => { const f = (n) => f(n + 1) + 1; return f(0); }",
+            ),
+            ("never", "async () => { await new Promise(() => {}); }"),
+            (
+                "timer",
+                "async () => { await new Promise((r) => setTimeout(r, 3_600_000)); return { status: 'success', outputs: { waited: true } }; }",
+            ),
+            ("eval", "async () => eval('1 + 1')"),
+            (
+                "function",
+                "async () => (function(){}).constructor('return 1')()",
+            ),
+            (
+                "asyncfn",
+                "async () => (async function(){}).constructor('return 1')()",
+            ),
+            (
+                "import",
+                "async () => { await import('node:child_process'); }",
+            ),
+            ("shape", "async () => ({ ok: true })"),
+            (
+                "coded",
+                "async () => { throw Object.assign(new Error('no such row'), { code: 'row_missing' }); }",
+            ),
+            (
+                "tamper",
+                "async () => { Object.defineProperty(Object.prototype, 'ok', { get() { return 'pwned'; } }); JSON.stringify = () => '\"pwned\"'; Promise.prototype.then = function () {}; globalThis.__wop = {}; return { status: 'success', outputs: { still: 'me' } }; }",
+            ),
+        ],
+    );
+    let fuel = ["--max-fuel", "2000000000"];
+    let r = |n: &str| run(tmp.path(), &pack, &format!("h.js.{n}"), &json!({}), &fuel);
+
+    // Endless work: the run's fuel budget (2e9 here; the pack's own
+    // fuel limit, 1e10 by default, ends it as `sandbox_timeout` otherwise).
+    for n in ["loop", "regex"] {
+        let v = r(n);
+        failed_with(&v, "budget_exhausted");
+        assert_eq!(
+            v["outcome"]["error"]["details"]["dimension"], "fuel",
+            "{n}: {v}"
+        );
+    }
+    // Endless allocation: the memory cap (or the engine's own string cap).
+    let v = r("array");
+    failed_with(&v, "sandbox_memory_exceeded");
+    let m = failed_with(&r("string"), "node_error");
+    assert!(m.contains("string too long"), "{m}");
+    // Endless recursion: the stack.
+    let v = r("recursion");
+    assert_eq!(v["outcome"]["outcome"], "failed", "{v}");
+    assert!(
+        ["sandbox_invocation_error", "node_error"]
+            .contains(&v["outcome"]["error"]["code"].as_str().unwrap()),
+        "{v}"
+    );
+    // A promise nothing can settle, and a virtual timer that fires at once.
+    failed_with(&r("never"), "js_promise_never_settled");
+    let v = r("timer");
+    assert_eq!(v["outcome"]["output"], json!({"waited": true}), "{v}");
+    // No code from strings, no modules from outside the pack.
+    for n in ["eval", "function", "asyncfn"] {
+        let m = failed_with(&r(n), "node_error");
+        assert!(
+            m.contains("code generation from strings is disabled")
+                || m.contains("eval is not defined"),
+            "{n}: {m}"
+        );
+    }
+    let m = failed_with(&r("import"), "node_error");
+    assert!(m.contains("node:child_process"), "{m}");
+    // Results outside the protocol's shape, and coded errors.
+    let m = failed_with(&r("shape"), "invalid_node_result");
+    assert!(m.contains("status"), "{m}");
+    failed_with(&r("coded"), "row_missing");
+    // Tampering with what the shim uses does not change the answer.
+    let v = r("tamper");
+    assert_eq!(v["outcome"]["output"], json!({"still": "me"}), "{v}");
+}
+
+#[test]
+fn a_javascript_pack_reaches_no_host_capability_it_was_not_granted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pack = js_pack(
+        tmp.path(),
+        &[
+            (
+                "service",
+                "async (ctx) => ({ status: 'success', outputs: await ctx.callAI({ prompt: 'hi' }) })",
+            ),
+            (
+                "fetch",
+                "async () => { const r = await fetch('https://example.com/'); return { status: 'success', outputs: { s: r.status } }; }",
+            ),
+            (
+                "mcp",
+                "async (ctx) => ({ status: 'success', outputs: await ctx.mcp.listTools('everything') })",
+            ),
+            (
+                "pure",
+                "async (ctx) => ({ status: 'success', outputs: { n: ctx.inputs.n * 2 } })",
+            ),
+        ],
+    );
+    for (n, cap) in [("service", "tools"), ("fetch", "http"), ("mcp", "mcp")] {
+        let v = run(tmp.path(), &pack, &format!("h.js.{n}"), &json!({}), &[]);
+        failed_with(&v, "sandbox_capability_denied");
+        assert_eq!(
+            v["outcome"]["error"]["details"]["requestedCapability"], cap,
+            "{v}"
+        );
+    }
+    let v = run(tmp.path(), &pack, "h.js.pure", &json!({"n": 21}), &[]);
+    assert_eq!(v["outcome"]["output"], json!({"n": 42}), "{v}");
+
+    // inspect shows what the code can reach before any grant.
+    let o = wop_in(tmp.path(), &["inspect", &pack.display().to_string()]);
+    let t = text(&o);
+    assert!(
+        t.contains("not-granted:denied-at-call openwop:node-pack/http@0.1.0"),
+        "{t}"
+    );
+}
+
+#[test]
+fn a_pack_whose_code_cannot_build_is_refused_at_install_and_nothing_is_kept() {
+    // Covered end to end for a served archive: the build runs on the
+    // staged files before anything is moved into packs/. Here the same
+    // refusal through `wop run` of a directory.
+    let tmp = tempfile::tempdir().unwrap();
+    let pack = js_pack(tmp.path(), &[("a", "async () => { return {;")]);
+    let o = wop_in(tmp.path(), &["run", &pack.display().to_string(), "h.js.a"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(t.contains("pack_build_failed (js_syntax_error)"), "{t}");
+    assert!(t.contains("index.mjs:2"), "{t}");
+}
+
+/// The envelope the Node reference produced, against an outcome document
+/// of `wop run --json` (`outcome.outcome`/`output`/`error`) or of the
+/// invoke API (the same keys at the top).
+fn same_as_node(case: &Value, got: &Value) -> Result<(), String> {
+    let want = &case["expected"];
+    let outcome = got["outcome"].as_str().unwrap_or("");
+    if let Some(ok) = want.get("ok") {
+        let completed = &ok["completed"];
+        if outcome == "completed" && &got["output"] == completed {
+            return Ok(());
+        }
+        return Err(format!("want completed {completed}, got {got}"));
+    }
+    let err = &want["err"];
+    let e = &got["error"];
+    if outcome == "failed"
+        && e["code"] == err["code"]
+        && e["message"] == err["message"]
+        && (err.get("details").is_none() || e["details"] == err["details"])
+    {
+        return Ok(());
+    }
+    Err(format!("want error {err}, got {got}"))
+}
+
+#[test]
+fn real_registry_packs_install_by_name_and_every_case_matches_node_through_run_and_serve() {
+    let cases: Vec<Value> = serde_json::from_slice(
+        &std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/registry-js-cases.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mut packs: Vec<String> = cases
+        .iter()
+        .map(|c| c["pack"].as_str().unwrap().to_owned())
+        .collect();
+    packs.sort();
+    packs.dedup();
+    assert!(packs.len() >= 10, "{packs:?}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let (_server, port) = serve(&fixtures());
+    let policy = registry_policy(tmp.path(), "[egress]\nallowLoopback = true\n");
+    let p = policy.display().to_string();
+    let registry = format!("http://127.0.0.1:{port}");
+    for name in &packs {
+        let o = wop_in(
+            tmp.path(),
+            &["install", name, "--registry", &registry, "--policy", &p],
+        );
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", text(&o));
+    }
+
+    // Through `wop run`: the first case of each pack, and every case that
+    // resumes a suspended node (the invoke API takes no resume value).
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for (i, c) in cases.iter().enumerate() {
+        let first_of_pack = cases[..i].iter().all(|o| o["pack"] != c["pack"]);
+        if !first_of_pack && c.get("resume").is_none() {
+            continue;
+        }
+        let dir = tmp.path().join("packs").join(c["pack"].as_str().unwrap());
+        let (input, config) = (c["inputs"].to_string(), c["config"].to_string());
+        let resume = c.get("resume").map(Value::to_string);
+        let dir_s = dir.display().to_string();
+        let mut args = vec![
+            "run",
+            &dir_s,
+            c["typeId"].as_str().unwrap(),
+            "--input",
+            &input,
+            "--config",
+            &config,
+            "--policy",
+            &p,
+            "--json",
+        ];
+        if let Some(r) = &resume {
+            args.extend(["--resume", r.as_str()]);
+        }
+        let o = wop_in(tmp.path(), &args);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+        if let Err(e) = same_as_node(c, &v["outcome"]) {
+            failures.push(format!("run {} {}: {e}", c["typeId"], c["inputs"]));
+        }
+        ran += 1;
+    }
+
+    // Through `wop serve`: every case without a resume value.
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wop"));
+    cmd.current_dir(tmp.path())
+        .env("WOP_CACHE_DIR", tmp.path().join("cache"))
+        .args(["serve", "--packs"])
+        .arg(tmp.path().join("packs"))
+        .args([
+            "--policy",
+            &p,
+            "--listen",
+            "127.0.0.1:0",
+            "--memory-store",
+            "--anonymous-loopback",
+        ])
+        .stderr(std::process::Stdio::null());
+    let (_child, addr, _out) = wop_testkit::spawn_serve(&mut cmd).unwrap();
+    let mut served = 0;
+    for c in cases.iter().filter(|c| c.get("resume").is_none()) {
+        let body = json!({"typeId": c["typeId"], "inputs": c["inputs"], "config": c["config"]});
+        let raw = common::post(addr, "/host/wop/invocations", &body.to_string());
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+        let status = head.lines().next().unwrap_or("");
+        let v: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+        if let Err(e) = same_as_node(c, &v) {
+            failures.push(format!(
+                "serve {} {}: {status}: {e}",
+                c["typeId"], c["inputs"]
+            ));
+        }
+        served += 1;
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} runs and {} served invocations differ from Node:\n{}",
+        failures.len(),
+        ran,
+        served,
+        failures.join("\n")
+    );
+    assert!(served >= 200, "{served}");
+}
