@@ -88,8 +88,8 @@ fn langs(built: &Path, scratch: &Path) -> Result<Vec<Lang>> {
 }
 
 /// The registry's own JavaScript demo pack (`uppercase`), unpacked from
-/// the real archive kept as a test fixture, its signing block removed
-/// (this bench trusts no key): the protocol's JavaScript as it is, built
+/// the real archive kept as a test fixture, its signing block and
+/// signature removed (this bench trusts no key): the protocol's JavaScript as it is, built
 /// by `wop` into a component at load.
 fn registry_js(scratch: &Path) -> Result<Lang> {
     let tgz = Path::new(env!("CARGO_MANIFEST_DIR")).join(
@@ -110,6 +110,7 @@ fn registry_js(scratch: &Path) -> Result<Lang> {
         o.remove("signing");
     }
     std::fs::write(dir.join("pack.json"), serde_json::to_vec(&m)?)?;
+    std::fs::remove_dir_all(dir.join("keys"))?;
     lang("registry-js", dir, "community.openwop-team.demo.uppercase")
 }
 

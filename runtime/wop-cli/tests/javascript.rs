@@ -421,3 +421,65 @@ fn real_registry_packs_install_by_name_and_every_case_matches_node_through_run_a
     );
     assert!(served >= 200, "{served}");
 }
+
+#[test]
+fn a_host_service_runs_as_the_tool_the_operator_mapped_and_an_unmapped_one_says_how_to_map_it() {
+    let tool = wop_testkit::Server::start_detached(wop_testkit::Mode::Ok);
+    let tmp = tempfile::tempdir().unwrap();
+    let pack = js_pack(
+        tmp.path(),
+        &[
+            (
+                "ai",
+                "async (ctx) => ({ status: 'success', outputs: await ctx.callAI({ prompt: 'hi' }) })",
+            ),
+            (
+                "db",
+                "async (ctx) => { try { await ctx.db.sql.query('select 1'); } catch (e) { return { status: 'error', error: { code: e.code, message: e.message } }; } }",
+            ),
+        ],
+    );
+    let policy = tmp.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "[egress]\nallowLoopback = true\n\n[[tools]]\nid = \"acme:llm\"\nurl = \"{}\"\nsafetyTier = \"read\"\n\n[packs.\"h.js\"]\ncapabilities = [\"tools\"]\nservices = {{ callAI = \"acme:llm\" }}\n",
+            tool.url("/llm")
+        ),
+    )
+    .unwrap();
+    let p = policy.display().to_string();
+
+    // Mapped: a gated call of the tool, the one argument object as its
+    // arguments, the tool's answer as the service's.
+    let v = run(tmp.path(), &pack, "h.js.ai", &json!({}), &["--policy", &p]);
+    assert_eq!(v["outcome"]["outcome"], "completed", "{v}");
+    assert_eq!(v["outcome"]["output"]["ok"], true, "{v}");
+    assert_eq!(
+        v["outcome"]["output"]["echo"],
+        json!({"prompt": "hi"}),
+        "{v}"
+    );
+    assert_eq!(tool.count(), 1);
+    let types: Vec<&str> = v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["type"].as_str())
+        .collect();
+    assert!(
+        types.contains(&"agent.tool-called") && types.contains(&"agent.tool-returned"),
+        "{v}"
+    );
+
+    // Unmapped: not_found, naming the policy line that would map it; the
+    // tool server never hears of it.
+    let v = run(tmp.path(), &pack, "h.js.db", &json!({}), &["--policy", &p]);
+    let m = failed_with(&v, "not_found");
+    assert!(
+        m.contains("[packs.\"h.js\"]")
+            && m.contains("services = { \"db.sql.query\" = \"<tool id>\" }"),
+        "{m}"
+    );
+    assert_eq!(tool.count(), 1);
+}

@@ -302,6 +302,14 @@ pub struct PackGrant {
     /// by default nothing is readable.
     #[serde(default)]
     pub mcp_resources: BTreeMap<String, Vec<String>>,
+    /// Host services of the protocol's JavaScript `ctx` (`callAI`,
+    /// `db.sql.query`, `storage.kv.get`, …) mapped to tool ids, for a
+    /// JavaScript pack: `ctx.<service>(args)` becomes a gated call of that
+    /// tool (this mapping declares and grants it for the pack; the `tools`
+    /// capability is still needed). An unmapped service fails with
+    /// `not_found`, naming the line that would map it.
+    #[serde(default)]
+    pub services: BTreeMap<String, String>,
     /// Secrets (`[secrets.<id>]`) the pack's nodes may use, if a node also
     /// declares them (`requiresSecrets`). The host attaches them; the
     /// pack never sees a value.

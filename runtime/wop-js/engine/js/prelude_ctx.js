@@ -85,7 +85,7 @@
     'voice.tts', 'voice.placeCall', 'webResearch.search', 'webResearch.research', 'webResearch.fetchBatch',
     'knowledge.retrieve', 'promptLibrary.get', 'launchStudio.buildProjectContext', 'launchStudio.getStudio',
     'launchStudio.resolveLinkedArtifacts', 'entities.createProject', 'entities.getAsset', 'entities.listAssets',
-    'brand.validatePersona', 'brand.validateTheme', 'brand.publishTheme', 'brand.publishPersona',
+    'brand.validatePersona', 'brand.validateTheme', 'brand.publishTheme', 'brand.publishPersona', 'brand.implementTheme',
     'guardrails.evaluate', 'observability.metric', 'observability.log', 'observability.alert',
     'observability.startSpan', 'observability.endSpan', 'sideEffects.tryAcquire', 'sideEffects.markCompleted',
     'sideEffects.markFailed', 'upload.resumable', 'websocket.connect',

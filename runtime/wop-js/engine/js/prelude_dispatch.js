@@ -131,7 +131,11 @@
   function fromResult(r, raw, resumeInfo) {
     let status;
     try { status = isObj(r) ? r.status : undefined; } catch (e) { return errFromThrown(e); }
-    if (status === 'success') {
+    // `{outputs}` without a status (four registry node types return it)
+    // is a success, as the reference engine takes it.
+    let bare = false;
+    try { bare = status === undefined && isObj(r) && P.hasOwn(r, 'outputs'); } catch (e) { return errFromThrown(e); }
+    if (status === 'success' || bare) {
       let outputs;
       try { outputs = r.outputs; } catch (e) { return errFromThrown(e); }
       return okEnvelope('completed', outputs === undefined ? {} : outputs);

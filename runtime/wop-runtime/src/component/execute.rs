@@ -74,6 +74,7 @@ pub(crate) async fn execute(
         wasi,
         table,
         session,
+        services: reach.services.clone(),
     };
     let mut armed = match sandbox::arm(pre.engine(), state, env, "invalid-abi") {
         Ok(a) => a,

@@ -172,13 +172,27 @@ pub(crate) async fn load(
         })?;
     let m = &insp.manifest;
     let grant = env.policy.grant(&m.name);
+    // A JavaScript pack's host services as the operator mapped them: each
+    // mapped tool is declared and granted for it by that mapping.
+    let services = if m.runtime.language == Language::Javascript {
+        super::services::Services::new(&m.name, grant.services.clone())
+    } else {
+        super::services::Services::default()
+    };
+    let mut declared = m.wop.tools.clone();
+    let mut granted = grant.tools;
+    for t in services.tools() {
+        declared.push(t.clone());
+        granted.push(t.clone());
+    }
     let reach = Reach {
         pack: m.name.clone(),
         grants: Grants::of(&insp.effective),
         fs: insp.filesystem.clone(),
         gate: env.gate.clone(),
-        declared: m.wop.tools.clone(),
-        granted: grant.tools,
+        declared,
+        granted,
+        services: Arc::new(services),
         egress: Some(wop_gate::PackEgress {
             engine: env.egress.clone(),
             allow: insp.egress.allow.clone(),

@@ -15,6 +15,7 @@ mod host;
 mod js;
 pub use js::{JsBuild, build_javascript_pack};
 mod loader;
+mod services;
 mod state;
 
 pub use host::wasi::GUEST_DATA_DIR;
@@ -61,6 +62,9 @@ pub(crate) struct Reach {
     /// What `ctx.mcp` may use (`None`: nothing).
     pub mcp: Option<PackMcp>,
     pub meter: Meter,
+    /// A JavaScript pack's host services, as mapped to tools (empty for
+    /// other packs).
+    pub services: Arc<services::Services>,
 }
 
 impl Reach {
@@ -77,6 +81,7 @@ impl Reach {
             egress: None,
             mcp: None,
             meter: self.meter.clone(),
+            services: Arc::new(services::Services::default()),
         }
     }
 }

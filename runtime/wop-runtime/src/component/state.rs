@@ -16,6 +16,8 @@ pub(crate) struct HostState {
     /// The gate, bound to this invocation: every side-effecting host call
     /// goes through it.
     pub session: GateSession,
+    /// A JavaScript pack's host services, as mapped to tools.
+    pub services: std::sync::Arc<super::services::Services>,
 }
 
 impl SandboxState for HostState {

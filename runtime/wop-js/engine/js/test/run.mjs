@@ -140,7 +140,8 @@ export const nodes = {
   'x.throw': async () => { throw Object.assign(new Error('nope'), { code: 'E_NOPE' }); },
   'x.throwPlain': async () => { throw new Error('plain'); },
   'x.throwString': async () => { throw 'a string'; },
-  'x.shape': async () => ({ outputs: { a: 1 } }),
+  'x.shape': async () => ({ ok: true, result: { a: 1 } }),
+  'x.bare': async () => ({ outputs: { a: 1 } }),
   'x.undef': async () => undefined,
   'x.cyclic': async () => { const o = {}; o.self = o; return { status: 'success', outputs: o }; },
   'x.huge': async () => ({ status: 'success', outputs: { s: 'x'.repeat(17 * 1024 * 1024) } }),
@@ -234,6 +235,7 @@ export default nodes;
   r = J(await D('x.throwPlain')); ok('thrown error without code → node_error', r.err?.code === 'node_error' && r.err.message === 'plain', JSON.stringify(r));
   r = J(await D('x.throwString')); ok('thrown string → node_error', r.err?.code === 'node_error' && r.err.message === 'a string', JSON.stringify(r));
   r = J(await D('x.shape')); ok('invalid result shape → invalid_node_result', r.err?.code === 'invalid_node_result' && /status/.test(r.err.message), JSON.stringify(r));
+  r = J(await D('x.bare')); ok('{outputs} without a status → completed', r.ok?.completed?.a === 1, JSON.stringify(r));
   r = J(await D('x.undef')); ok('undefined result → invalid_node_result', r.err?.code === 'invalid_node_result', JSON.stringify(r));
   r = J(await D('x.cyclic')); ok('cyclic outputs → invalid_node_result', r.err?.code === 'invalid_node_result', JSON.stringify(r));
   r = J(await D('x.huge')); ok('huge outputs → invalid_node_result', r.err?.code === 'invalid_node_result' && /too large/.test(r.err.message), JSON.stringify(r).slice(0, 200));

@@ -5,6 +5,7 @@ use crate::component::bindings::tools::{
     Host, SafetyTier as WitTier, ToolDescriptor as WitTool, ToolError,
 };
 use crate::component::host::{error_info, gate_error_info};
+use crate::component::services;
 use crate::component::state::HostState;
 use crate::sandbox::Loop;
 use serde_json::json;
@@ -51,6 +52,21 @@ impl Host for HostState {
                     json!({"toolName": shown}),
                 ))));
             }
+        };
+        // A JavaScript pack's host service: the tool the operator mapped.
+        let (tool_id, args) = match tool_id.strip_prefix(services::PREFIX) {
+            Some(service) => match self.services.resolve(service) {
+                Ok(t) => (t.to_owned(), services::arguments(args)),
+                Err(message) => {
+                    let shown = wop_core::logbuf::cut(service, 64);
+                    return Ok(Err(ToolError::NotFound(error_info(
+                        ErrorCode::NotFound,
+                        message,
+                        json!({"service": shown}),
+                    ))));
+                }
+            },
+            None => (tool_id, args),
         };
         let r = self
             .session
