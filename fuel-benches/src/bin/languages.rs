@@ -128,9 +128,14 @@ fn lang(name: &'static str, dir: PathBuf, type_id: &str) -> Result<Lang> {
     })
 }
 
-fn inputs() -> Value {
-    // `name` for the hello samples, `text` for the registry's uppercase.
-    json!({"name": "Ada", "text": "Ada"})
+/// A hello's inputs; the registry's uppercase takes `text` (its schema,
+/// checked at admission, allows nothing else).
+fn inputs(l: &Lang) -> Value {
+    if l.name == "registry-js" {
+        json!({"text": "Ada"})
+    } else {
+        json!({"name": "Ada"})
+    }
 }
 
 /// Minor page faults of this process so far (`/proc/self/stat` field 10).
@@ -145,7 +150,7 @@ fn minor_faults() -> u64 {
 /// One library invocation: (caller-side time, instantiate time, fuel).
 async fn lib_once(rt: &Runtime, l: &Lang) -> Result<(Duration, Duration, u64)> {
     let t = Instant::now();
-    let report = rt.invoke(InvokeRequest::new(&l.type_id, inputs())).await;
+    let report = rt.invoke(InvokeRequest::new(&l.type_id, inputs(l))).await;
     let took = t.elapsed();
     match report.outcome {
         Ok(Outcome::Completed { .. }) => Ok((
@@ -159,7 +164,7 @@ async fn lib_once(rt: &Runtime, l: &Lang) -> Result<(Duration, Duration, u64)> {
 
 /// One invocation through `wop serve`: (usage.wallTimeUs, round trip).
 async fn serve_once(http: &reqwest::Client, base: &str, l: &Lang) -> Result<(Duration, Duration)> {
-    let body = json!({"typeId": l.type_id, "inputs": inputs()});
+    let body = json!({"typeId": l.type_id, "inputs": inputs(l)});
     let t = Instant::now();
     let r = http
         .post(format!("{base}/host/wop/invocations"))

@@ -79,6 +79,8 @@ mod tests {
             category: "c".to_owned(),
             role: "worker".to_owned(),
             requires_secrets: Vec::new(),
+            config_schema_ref: None,
+            input_schema_ref: None,
         };
         Manifest {
             name: "p".to_owned(),

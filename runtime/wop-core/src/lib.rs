@@ -61,6 +61,7 @@ pub mod replay;
 pub mod requires;
 pub mod runnable;
 pub mod sampling;
+pub mod schema;
 pub mod secrets;
 pub mod time;
 pub mod tools;

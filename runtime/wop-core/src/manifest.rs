@@ -48,6 +48,13 @@ pub struct NodeDecl {
     /// (`credential_unavailable`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires_secrets: Vec<crate::secrets::SecretRequirement>,
+    /// `configSchemaRef`: a JSON Schema file in the pack for the node's
+    /// config, checked at admission ([`crate::schema`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_schema_ref: Option<String>,
+    /// `inputSchemaRef`: the same for its inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema_ref: Option<String>,
 }
 
 /// The runtime language of a pack.
@@ -109,6 +116,19 @@ pub struct WopBlock {
 
 fn err(path: impl Into<String>, message: impl Into<String>) -> LoadError {
     LoadError::validation(path, message)
+}
+
+/// An optional `…SchemaRef`: a relative path inside the pack.
+fn schema_ref(n: &Value, key: &str, path: &str) -> Result<Option<String>, LoadError> {
+    match n.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => {
+            let p = format!("{path}.{key}");
+            check_relative_path(s, &p)?;
+            Ok(Some(s.clone()))
+        }
+        Some(_) => Err(err(format!("{path}.{key}"), "must be a string")),
+    }
 }
 
 fn req_str<'a>(v: &'a Value, key: &str, path: &str) -> Result<&'a str, LoadError> {
@@ -343,6 +363,8 @@ impl Manifest {
                 category: req_str(n, "category", &p)?.to_owned(),
                 role: req_str(n, "role", &p)?.to_owned(),
                 requires_secrets: crate::secrets::requirement::parse_node(n, &p)?,
+                config_schema_ref: schema_ref(n, "configSchemaRef", &p)?,
+                input_schema_ref: schema_ref(n, "inputSchemaRef", &p)?,
             });
         }
 

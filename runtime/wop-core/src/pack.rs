@@ -408,3 +408,45 @@ pub fn read_module_sources(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, LoadErr
     out.sort();
     Ok(out)
 }
+
+/// Largest schema file.
+const MAX_SCHEMA_BYTES: u64 = 1 << 20;
+
+/// Every node's schemas (`configSchemaRef`, `inputSchemaRef`) read from the
+/// pack in `dir` by the bounded no-follow reader and compiled, by type id.
+/// A missing, unreadable or unusable schema refuses the pack (at its JSON
+/// path): a schema the host cannot check is not silently skipped.
+pub fn read_node_schemas(
+    dir: &Path,
+    manifest: &Manifest,
+) -> Result<std::collections::BTreeMap<String, crate::schema::NodeSchemas>, LoadError> {
+    use crate::schema::{NodeSchemas, Schema};
+    let mut out = std::collections::BTreeMap::new();
+    if manifest
+        .nodes
+        .iter()
+        .all(|n| n.config_schema_ref.is_none() && n.input_schema_ref.is_none())
+    {
+        return Ok(out);
+    }
+    let root = open_root(dir)?;
+    for (i, n) in manifest.nodes.iter().enumerate() {
+        let one = |r: &Option<String>, key: &str| -> Result<Option<Schema>, LoadError> {
+            let Some(file) = r else { return Ok(None) };
+            let path = format!("$.nodes[{i}].{key}");
+            let raw = read_capped(
+                &root,
+                file.trim_start_matches("./"),
+                MAX_SCHEMA_BYTES,
+                &path,
+            )?;
+            Schema::compile(&raw, file, &path).map(Some)
+        };
+        let schemas = NodeSchemas {
+            config: one(&n.config_schema_ref, "configSchemaRef")?,
+            inputs: one(&n.input_schema_ref, "inputSchemaRef")?,
+        };
+        out.insert(n.type_id.clone(), schemas);
+    }
+    Ok(out)
+}

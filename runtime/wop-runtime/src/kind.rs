@@ -80,6 +80,14 @@ impl PackKind {
         }
     }
 
+    /// The config and input schemas of node `type_id`, if it has any.
+    pub(crate) fn schemas(&self, type_id: &str) -> Option<&wop_core::schema::NodeSchemas> {
+        match self {
+            Self::Component(p) => p.schemas.get(type_id),
+            Self::AbiV1(_) => None,
+        }
+    }
+
     /// Whether this is an ABI v1 core-module pack.
     pub(crate) fn is_abi_v1(&self) -> bool {
         matches!(self, Self::AbiV1(_))

@@ -135,6 +135,8 @@ pub(super) fn bare_manifest(name: &str, ids: &[String], path: &Path, sha256: &st
                 category: "unspecified".to_owned(),
                 role: "worker".to_owned(),
                 requires_secrets: Vec::new(),
+                config_schema_ref: None,
+                input_schema_ref: None,
             })
             .collect(),
         runtime: RuntimeDecl {

@@ -203,10 +203,12 @@ pub(crate) async fn load(
         ),
         meter: env.meter.clone(),
     };
+    let schemas = wop_core::pack::read_node_schemas(dir, m)?;
     let pack = ComponentPack {
         inspection: insp,
         pre,
         reach,
+        schemas,
     };
     check_describe(&pack, env).await?;
     Ok(pack)

@@ -43,6 +43,9 @@ pub(crate) struct ComponentPack {
     pre: NodePackPre<HostState>,
     /// What its host calls may reach when it runs a node.
     reach: Reach,
+    /// Its nodes' config and input schemas, by type id (checked at
+    /// admission).
+    pub schemas: std::collections::BTreeMap<String, wop_core::schema::NodeSchemas>,
 }
 
 /// What one pack's host calls may reach, fixed when it is loaded: its

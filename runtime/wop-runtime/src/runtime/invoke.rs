@@ -136,6 +136,13 @@ impl Runtime {
             return Err(refused(e, Vec::new()));
         };
         let policy = &self.inner.policy;
+        // The node's own schemas for its config and inputs, before
+        // anything is reserved or runs.
+        if let Some(s) = pack.schemas(&req.type_id)
+            && let Err(e) = s.check(&req.inputs, &req.config)
+        {
+            return Err(refused(e, Vec::new()));
+        }
         let credentials = match self.credentials(&pack, req) {
             Ok(c) => c,
             Err(e) => return Err(refused(e, Vec::new())),
