@@ -16,8 +16,11 @@ const INIT_FUNC: &str = "wop_js_init";
 /// Fuel for a pack's top-level code (loading the prelude costs about
 /// 1/1000 of it).
 pub(crate) const BUILD_FUEL: u64 = 20_000_000_000;
-/// Memory for a pack's top-level code.
-pub(crate) const BUILD_MEMORY: usize = 512 << 20;
+/// Memory for a pack's top-level code. The snapshot holds the whole linear
+/// memory, so this also bounds the component written to the cache (and
+/// equals the runtime's default memory cap: a pack loaded with more could
+/// not run anyway).
+pub(crate) const BUILD_MEMORY: usize = 64 << 20;
 
 /// Drives a future that never waits (wizer's snapshot over an instance
 /// whose state is all in memory).

@@ -173,3 +173,20 @@ fn sources_are_bounded_and_must_be_utf8() {
         .unwrap_err();
     assert_eq!(e.code(), "js_bundle_invalid");
 }
+
+#[test]
+fn top_level_allocation_is_capped_so_a_component_cannot_grow_past_the_build_memory() {
+    // 100 MiB held at load would be snapshotted into the component (and the
+    // cache) if the build let it grow: the build's 64 MiB refuses it.
+    let e = refused(
+        &["t.js.a"],
+        &[(
+            "index.mjs",
+            "globalThis.keep = new Uint8Array(100 * 1024 * 1024).fill(1);\nexport const nodes = { 't.js.a': async () => ({ status: 'success', outputs: {} }) };\n",
+        )],
+    );
+    assert!(
+        ["js_build_limit", "js_module_failed"].contains(&e.code()),
+        "{e}"
+    );
+}
