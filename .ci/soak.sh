@@ -11,7 +11,7 @@
 # Dev profile on purpose: CI has already built wasmtime (and target/debug/wop)
 # for the tests; a release build would compile it a second time. Exits
 # non-zero if either run had an unanswered or unexpected answer, a host
-# panic, RSS growth above 5 % after its warm-up (judged from 300 s), or (serve) a non-zero exit
+# panic, RSS growth above 5 % between its quiet points (judged from 300 s), or (serve) a non-zero exit
 # on SIGTERM. The last line of each run is `soak: mode=… ok|FAIL`.
 set -euo pipefail
 cd "$(dirname "$0")/.."

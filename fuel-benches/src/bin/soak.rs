@@ -2,8 +2,8 @@
 //! the real `wop serve` — under a concurrent mix of honest and hostile
 //! invocations for N minutes, recording every answer, host panics and RSS
 //! over time. Exits non-zero if a call went unanswered or got an
-//! unexpected answer, anything panicked, RSS grew more than 5 % after the
-//! warm-up, or `wop serve` did not exit 0 on SIGTERM.
+//! unexpected answer, anything panicked, RSS grew more than 5 % between
+//! the quiet points after the warm-up and after the run, or `wop serve` did not exit 0 on SIGTERM.
 //!
 //! ```sh
 //! cargo build --release -p wop-cli     # serve mode runs target/<profile>/wop

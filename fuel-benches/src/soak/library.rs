@@ -185,39 +185,44 @@ pub fn run(settings: &Settings) -> Result<Report> {
             )
         },
     );
-    let end = start + settings.duration;
     let states: Vec<Runtime> = (0..settings.concurrency).map(|_| rt.clone()).collect();
-    let warm_s = tokio.block_on(async {
-        let load = tokio::spawn(super::drive(
-            tally.clone(),
-            states,
-            end,
-            move |rt: Runtime, k: usize, seq: u64| {
-                let kind = op_kinds.get(k).copied();
-                async move {
-                    let r = match kind {
-                        Some(kind) => call(&rt, &kind, seq).await,
-                        None => Err("no such kind".to_owned()),
-                    };
-                    (rt, r)
-                }
-            },
-        ));
-        let warm_s = super::warmed_up(&tally, start, settings.duration).await;
-        let _ = load.await;
-        warm_s
-    });
+    let quiet_rt = rt.clone();
+    let points = tokio.block_on(super::load_with_quiet_points(
+        pid,
+        tally.clone(),
+        states,
+        start,
+        settings.duration,
+        move |rt: Runtime, k: usize, seq: u64| {
+            let kind = op_kinds.get(k).copied();
+            async move {
+                let r = match kind {
+                    Some(kind) => call(&rt, &kind, seq).await,
+                    None => Err("no such kind".to_owned()),
+                };
+                (rt, r)
+            }
+        },
+        || {
+            let rt = quiet_rt.clone();
+            async move {
+                let _ = tokio::task::spawn_blocking(move || rt.release_idle_memory()).await;
+                rss::settled(pid).await
+            }
+        },
+    ));
     let secs = start.elapsed().as_secs_f64();
     let samples = sampler.stop();
     let report = Report {
         mode: "library",
         totals: tally.totals(),
         panics: tally::panics().max(JOIN_PANICS.load(Ordering::Relaxed)),
-        rss: rss::verdict(&samples, warm_s, settings.duration),
+        rss: rss::quiet_verdict(&samples, points.mid_kib, points.end_kib),
         exit_code: None,
         secs,
     };
     super::print_summary(&report, &tally, &samples);
+    super::print_loaded(&samples, &points, settings.duration);
     println!("kv service: {} requests", kv.requests());
     drop(rt);
     tokio.shutdown_timeout(std::time::Duration::from_secs(10));

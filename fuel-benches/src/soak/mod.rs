@@ -17,7 +17,7 @@ pub mod tally;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long one call may take before it counts as unanswered (the policy's
@@ -99,11 +99,17 @@ impl Report {
     }
 }
 
-/// Runs `states.len()` client loops until `end`: each picks a kind by
-/// weight, calls `op(state, kind, seq)` and records the answer in `tally`.
-/// `op` returns the state back and the answer, or why there was none.
-pub async fn drive<S, F, Fut>(tally: Arc<tally::Tally>, states: Vec<S>, end: Instant, op: F)
-where
+/// Runs `states.len()` client loops until `end` or until `stop` is set:
+/// each picks a kind by weight, calls `op(state, kind, seq)` and records
+/// the answer in `tally`. `op` returns the state back and the answer, or
+/// why there was none. Returns when every loop has finished its call.
+pub async fn drive<S, F, Fut>(
+    tally: Arc<tally::Tally>,
+    states: Vec<S>,
+    end: Instant,
+    stop: Arc<AtomicBool>,
+    op: F,
+) where
     S: Send + 'static,
     F: Fn(S, usize, u64) -> Fut + Send + Sync + Clone + 'static,
     Fut: Future<Output = (S, Result<tally::Answer, String>)> + Send,
@@ -111,10 +117,10 @@ where
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let mut tasks = Vec::new();
     for (i, mut state) in states.into_iter().enumerate() {
-        let (tally, op) = (tally.clone(), op.clone());
+        let (tally, op, stop) = (tally.clone(), op.clone(), stop.clone());
         tasks.push(tokio::spawn(async move {
             let mut picker = mix::Picker::new(tally.kinds(), i as u64 + 1);
-            while Instant::now() < end {
+            while Instant::now() < end && !stop.load(Ordering::Relaxed) {
                 let k = picker.pick();
                 let seq = SEQ.fetch_add(1, Ordering::Relaxed);
                 tally.sent();
@@ -148,16 +154,125 @@ pub async fn warmed_up(tally: &tally::Tally, start: Instant, run: Duration) -> f
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let at = start.elapsed().as_secs_f64();
-    println!(
-        "soak: warm-up over after {at:.0} s; the baseline is the median RSS of the next {:.0} s",
-        rss::window(run).as_secs_f64()
-    );
+    println!("soak: warm-up over after {at:.0} s");
     at
+}
+
+/// Where the load paused: when the warm-up ended, and the RSS at the three
+/// quiet points (after the warm-up, half-way through the rest, after the
+/// run), KiB.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct QuietPoints {
+    /// Seconds since the start when the warm-up ended.
+    pub warm_s: f64,
+    /// RSS at the quiet point after the warm-up.
+    pub warm_kib: u64,
+    /// RSS at the quiet point half-way between the warm-up and the end
+    /// (the judged baseline).
+    pub mid_kib: u64,
+    /// RSS at the quiet point after the run.
+    pub end_kib: u64,
+}
+
+/// The load in three parts, each followed by a quiet point: [`drive`]
+/// until the warm-up is over ([`warmed_up`]), then until half-way through
+/// the rest of the run, then until `start + run`. At each quiet point
+/// every call finishes, `quiet()` gives the sandbox pool's kept memory back
+/// to the OS and returns the RSS then, and `pid`'s mappings are printed.
+///
+/// Judged: growth from the middle point to the end. Under load the pool
+/// keeps up to 8 MiB of every slot an instance dirtied, and how many slots
+/// the load has spread over depends on the machine (decision 0028), hence
+/// quiet points; bounded caches (sled's 16 MiB) still fill after the
+/// warm-up, a fill that slows down where a leak would not, hence the
+/// later of two segments (decision 0030).
+pub async fn load_with_quiet_points<S, F, Fut, Q, QF>(
+    pid: u32,
+    tally: Arc<tally::Tally>,
+    states: Vec<S>,
+    start: Instant,
+    run: Duration,
+    op: F,
+    quiet: Q,
+) -> QuietPoints
+where
+    S: Clone + Send + 'static,
+    F: Fn(S, usize, u64) -> Fut + Send + Sync + Clone + 'static,
+    Fut: Future<Output = (S, Result<tally::Answer, String>)> + Send + 'static,
+    Q: Fn() -> QF,
+    QF: Future<Output = u64>,
+{
+    let end = start + run;
+    let stop = Arc::new(AtomicBool::new(false));
+    let first = tokio::spawn(drive(
+        tally.clone(),
+        states.clone(),
+        end,
+        stop.clone(),
+        op.clone(),
+    ));
+    let warm_s = warmed_up(&tally, start, run).await;
+    stop.store(true, Ordering::Relaxed);
+    let _ = first.await;
+    let at_point = |name: &str, kib: u64| {
+        println!(
+            "soak: quiet point {name}: RSS {:.1} MiB ({:.0} s)",
+            kib as f64 / 1024.0,
+            start.elapsed().as_secs_f64()
+        );
+        println!("soak: RSS by mapping, MiB: {}", rss::by_mapping_line(pid));
+    };
+    let warm_kib = quiet().await;
+    at_point("after the warm-up", warm_kib);
+    let mid = Instant::now() + end.saturating_duration_since(Instant::now()) / 2;
+    let never = Arc::new(AtomicBool::new(false));
+    let second = drive(
+        tally.clone(),
+        states.clone(),
+        mid,
+        never.clone(),
+        op.clone(),
+    );
+    let _ = tokio::spawn(second).await;
+    let mid_kib = quiet().await;
+    at_point("half-way (the judged baseline)", mid_kib);
+    let _ = tokio::spawn(drive(tally, states, end, never, op)).await;
+    let end_kib = quiet().await;
+    at_point("after the run", end_kib);
+    QuietPoints {
+        warm_s,
+        warm_kib,
+        mid_kib,
+        end_kib,
+    }
 }
 
 /// Sample interval for a run of `run`: about 30 rows, 2 to 30 s apart.
 pub fn sample_every(run: Duration) -> Duration {
     (run / 30).clamp(Duration::from_secs(2), Duration::from_secs(30))
+}
+
+/// Prints the RSS under load (medians after the warm-up and over the end),
+/// for information beside the judged quiet points.
+pub fn print_loaded(samples: &[rss::Sample], points: &QuietPoints, run: Duration) {
+    let first = rss::Verdict {
+        start_kib: points.warm_kib,
+        end_kib: points.mid_kib,
+        hwm_kib: 0,
+    };
+    println!(
+        "RSS at the quiet points after the warm-up and half-way (not judged: caches still fill): {:.1} → {:.1} MiB ({:+.1} %)",
+        first.start_kib as f64 / 1024.0,
+        first.end_kib as f64 / 1024.0,
+        first.growth_pct()
+    );
+    let v = rss::verdict(samples, points.warm_s, run);
+    println!(
+        "RSS under load (not judged; includes the pool's kept memory): median {:.1} MiB after the warm-up, {:.1} MiB over the end ({:+.1} %)",
+        v.start_kib as f64 / 1024.0,
+        v.end_kib as f64 / 1024.0,
+        v.growth_pct()
+    );
 }
 
 /// Prints the summary (per-kind table, RSS samples) of a finished run.
@@ -179,7 +294,7 @@ pub fn print_summary(report: &Report, tally: &tally::Tally, samples: &[rss::Samp
     }
     let t = report.totals;
     println!(
-        "invocations {} · answered {} · unexpected {} · unanswered {} · panics {} · RSS {:.1} → {:.1} MiB ({:+.1} %, peak {:.1} MiB) · {:.0} invocations/s",
+        "invocations {} · answered {} · unexpected {} · unanswered {} · panics {} · RSS at the quiet points half-way → end {:.1} → {:.1} MiB ({:+.1} %, peak {:.1} MiB) · {:.0} invocations/s",
         t.sent,
         t.answered,
         t.unexpected,

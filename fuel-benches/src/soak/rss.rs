@@ -1,8 +1,9 @@
 //! Resident memory over time: `VmRSS` and `VmHWM` of a process from
 //! `/proc/<pid>/status`, sampled every second on a thread of its own (so a
 //! busy tokio runtime cannot delay a sample) and printed as it goes; the
-//! verdict compares the median RSS just after the warm-up with the median
-//! over the end of the run.
+//! verdict compares the RSS at two quiet points — after the warm-up and
+//! after the run, each once the sandbox pool's kept memory went back to
+//! the OS (decision 0030).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -129,9 +130,10 @@ pub fn median_rss(samples: &[Sample], from: f64, to: f64) -> u64 {
     v.get(v.len() / 2).copied().unwrap_or(0)
 }
 
-/// The verdict from the samples of a run of `run` whose warm-up ended at
-/// `warm_s` seconds: baseline = median over `[warm, warm + window]`, end =
-/// median over the last window, peak = the largest `VmHWM`.
+/// RSS under load, from the samples of a run of `run` whose warm-up ended
+/// at `warm_s` seconds: baseline = median over `[warm, warm + window]`,
+/// end = median over the last window, peak = the largest `VmHWM`. Printed
+/// for information; the judged verdict is [`quiet_verdict`].
 pub fn verdict(samples: &[Sample], warm_s: f64, run: Duration) -> Verdict {
     let (w, end) = (window(run).as_secs_f64(), run.as_secs_f64());
     Verdict {
@@ -141,15 +143,103 @@ pub fn verdict(samples: &[Sample], warm_s: f64, run: Duration) -> Verdict {
     }
 }
 
+/// The verdict from the two quiet points of a run (see
+/// `soak::load_with_quiet_points`): baseline and end are the RSS there,
+/// peak the largest `VmHWM` sampled.
+pub fn quiet_verdict(samples: &[Sample], start_kib: u64, end_kib: u64) -> Verdict {
+    Verdict {
+        start_kib,
+        end_kib,
+        hwm_kib: samples.iter().map(|s| s.hwm_kib).max().unwrap_or(0),
+    }
+}
+
+/// RSS of `pid` at a quiet point, KiB: the median of five reads 200 ms
+/// apart (a freed buffer can trail the end of its request briefly).
+pub async fn settled(pid: u32) -> u64 {
+    let mut v = Vec::new();
+    for _ in 0..5 {
+        if let Some((rss, _)) = read(pid) {
+            v.push(rss);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+/// Where `pid`'s resident memory is, from `/proc/<pid>/smaps`: every
+/// mapping holding at least 1 MiB as `(virtual size, Rss, name)` in KiB,
+/// largest Rss first, then the rest summed as `(0, Rss, "(smaller
+/// mappings)")`. The sandbox pool's memories and stacks are each one
+/// huge anonymous mapping; malloc arenas are 64 MiB ones.
+pub fn by_mapping(pid: u32) -> Vec<(u64, u64, String)> {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps")) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(u64, u64, String)> = Vec::new();
+    let mut rest = 0;
+    let mut cur: Option<(u64, String)> = None;
+    for line in text.lines() {
+        if let Some(kib) = line.strip_prefix("Rss:") {
+            let kib: u64 = kib
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse()
+                .unwrap_or(0);
+            if let Some((size, name)) = cur.take() {
+                if kib >= 1024 {
+                    out.push((size, kib, name));
+                } else {
+                    rest += kib;
+                }
+            }
+            continue;
+        }
+        let mut f = line.split_whitespace();
+        let Some(range) = f.next() else { continue };
+        let Some((a, b)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) else {
+            continue;
+        };
+        let name = f.nth(4).unwrap_or("[anon]").to_owned();
+        cur = Some(((b - a) / 1024, name));
+    }
+    out.sort_by_key(|m| std::cmp::Reverse(m.1));
+    out.push((0, rest, "(smaller mappings)".to_owned()));
+    out
+}
+
+/// [`by_mapping`] as one line: `Rss MiB (virtual size) name` per mapping.
+pub fn by_mapping_line(pid: u32) -> String {
+    by_mapping(pid)
+        .iter()
+        .map(|(size, rss, name)| {
+            let name = name.rsplit('/').next().unwrap_or(name);
+            if *size == 0 {
+                format!("{:.1} {name}", *rss as f64 / 1024.0)
+            } else {
+                format!(
+                    "{:.1} ({:.0} MiB) {name}",
+                    *rss as f64 / 1024.0,
+                    *size as f64 / 1024.0
+                )
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
 /// How long the warm-up lasts before the baseline is taken: 30 % of the
 /// run or 10 s, whichever is longer, at most a third of the run (and, in
 /// the drivers, not before every kind has been answered once).
 ///
 /// Why: RSS legitimately climbs at first while the process reaches its
-/// working set — the pooling allocator's warm slots get their first pages
-/// touched (up to 8 MiB kept resident per slot), the compile cache holds
-/// every module, the allocator's per-thread arenas and tokio's blocking
-/// pool grow to the concurrency, sled's page cache and the kv store fill.
+/// working set — the compile cache holds every module, the allocator's
+/// per-thread arenas and tokio's blocking pool grow to the concurrency, sled's page cache and the kv store fill.
 /// Growth after that is what a leak looks like. Measured (10-minute runs,
 /// fuel-benches/README.md): the climb lasts minutes, so the baseline is
 /// taken late and short runs are not judged ([`JUDGED_FROM`]).
@@ -157,15 +247,12 @@ pub fn warmup(run: Duration) -> Duration {
     (run * 3 / 10).max(Duration::from_secs(10)).min(run / 3)
 }
 
-/// The shortest run whose RSS growth is judged. A shorter run (CI's
-/// minute) still reports it, but its working set is still filling: the
-/// pool's warm slots are touched one by one as concurrency spreads over
-/// them, and caches fill at the rate of the run.
+/// The shortest run whose RSS growth is judged. A shorter run still
+/// reports it, but its caches are still filling at the rate of the run.
 pub const JUDGED_FROM: Duration = Duration::from_secs(300);
 
 /// The most RSS growth after the warm-up a judged run may show, percent
-/// (issue 33.12; it was 10 % while the serve soak grew 9.1 % in 330 s; with
-/// 8 MiB kept resident per slot it grew 0.7 %, decision 0028).
+/// between the two quiet points (issue 33.12; decision 0030).
 pub const MAX_GROWTH_PCT: f64 = 5.0;
 
 /// RSS at the baseline and at the end, and the growth between them.

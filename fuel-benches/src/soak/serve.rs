@@ -218,6 +218,11 @@ pub fn run(settings: &Settings) -> Result<Report> {
         None => tmp.path().join("store").display().to_string(),
     };
     let in_flight = (settings.concurrency * 2).max(64).to_string();
+    // A short idle release, so that each quiet point sees the pool's kept
+    // memory go back to the OS within a second or two (under load it never
+    // fires: nothing is idle for a whole second).
+    let serve_toml = tmp.path().join("serve.toml");
+    std::fs::write(&serve_toml, format!("idleReleaseMs = {IDLE_RELEASE_MS}\n"))?;
     let mut cmd = std::process::Command::new(&wop);
     cmd.arg("serve")
         .arg("--policy")
@@ -226,6 +231,8 @@ pub fn run(settings: &Settings) -> Result<Report> {
         .arg(&packs)
         .args(["--listen", "127.0.0.1:0", "--store", &store])
         .args(["--anonymous-loopback", "--max-in-flight", &in_flight])
+        .arg("--config")
+        .arg(&serve_toml)
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped());
     let (mut child, addr, mut stdout) = wop_testkit::spawn_serve(&mut cmd)
@@ -266,27 +273,26 @@ pub fn run(settings: &Settings) -> Result<Report> {
     let clients = (0..settings.concurrency)
         .map(|_| client(addr))
         .collect::<Result<Vec<_>>>()?;
-    let end = start + settings.duration;
-    let warm_s = tokio.block_on(async {
-        let load = tokio::spawn(super::drive(
-            tally.clone(),
-            clients,
-            end,
-            move |c: Client, k: usize, seq: u64| {
-                let kind = op_kinds.get(k).copied();
-                async move {
-                    let r = match kind {
-                        Some(kind) => c.call(&kind, seq).await,
-                        None => Err("no such kind".to_owned()),
-                    };
-                    (c, r)
-                }
-            },
-        ));
-        let warm_s = super::warmed_up(&tally, start, settings.duration).await;
-        let _ = load.await;
-        warm_s
-    });
+    let probe = clients.first().cloned().context("concurrency 0")?;
+    let seen = Arc::new(AtomicU64::new(0));
+    let points = tokio.block_on(super::load_with_quiet_points(
+        pid,
+        tally.clone(),
+        clients,
+        start,
+        settings.duration,
+        move |c: Client, k: usize, seq: u64| {
+            let kind = op_kinds.get(k).copied();
+            async move {
+                let r = match kind {
+                    Some(kind) => c.call(&kind, seq).await,
+                    None => Err("no such kind".to_owned()),
+                };
+                (c, r)
+            }
+        },
+        || quiet(probe.clone(), pid, seen.clone()),
+    ));
     let secs = start.elapsed().as_secs_f64();
     let samples = sampler.stop();
     let exit = sigterm(&mut child.0, &mut stdout)?;
@@ -294,17 +300,57 @@ pub fn run(settings: &Settings) -> Result<Report> {
         mode: "serve",
         totals: tally.totals(),
         panics: tally::panics() + server_panics.load(Ordering::Relaxed),
-        rss: rss::verdict(&samples, warm_s, settings.duration),
+        rss: rss::quiet_verdict(&samples, points.mid_kib, points.end_kib),
         exit_code: Some(exit),
         secs,
     };
     super::print_summary(&report, &tally, &samples);
+    super::print_loaded(&samples, &points, settings.duration);
     println!(
         "kv service: {} requests; server exit code after SIGTERM: {exit:?}",
         kv.requests()
     );
     tokio.shutdown_timeout(Duration::from_secs(10));
     Ok(report)
+}
+
+/// The serve soak's `idleReleaseMs`.
+const IDLE_RELEASE_MS: u64 = 1000;
+
+/// A quiet point of the serve soak: waits for the server's idle release
+/// (`/healthz` `idleReleases` above what the previous quiet point saw),
+/// then returns its settled RSS. If a release already happened since then
+/// (the load stopped just before a tick), a new one cannot come for this
+/// idle spell: wait three periods for one, then measure.
+async fn quiet(c: Client, pid: u32, seen: Arc<AtomicU64>) -> u64 {
+    let releases = |c: Client| async move {
+        let r = c
+            .http
+            .get(format!("{}/healthz", c.base))
+            .send()
+            .await
+            .ok()?;
+        let v: Value = r.json().await.ok()?;
+        v["idleReleases"].as_u64()
+    };
+    let now = releases(c.clone()).await.unwrap_or(0);
+    let already = now > seen.load(Ordering::Relaxed);
+    let wait = if already {
+        Duration::from_millis(3 * IDLE_RELEASE_MS)
+    } else {
+        Duration::from_secs(60)
+    };
+    let deadline = Instant::now() + wait;
+    let mut last = now;
+    while last <= now && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        last = releases(c.clone()).await.unwrap_or(last);
+    }
+    if last <= now && !already {
+        eprintln!("soak: no idle release within 60 s of the load stopping; RSS measured anyway");
+    }
+    seen.store(last, Ordering::Relaxed);
+    rss::settled(pid).await
 }
 
 fn client(addr: SocketAddr) -> Result<Client> {

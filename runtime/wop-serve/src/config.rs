@@ -13,6 +13,7 @@
 //! sseQueueBytes = 1048576     # events queued for one text/event-stream client
 //! sendBufferBytes = 0         # SO_SNDBUF of client connections (0: the OS's autotuning)
 //! drainTimeoutMs = 30000      # SIGTERM: how long in-flight requests may finish
+//! idleReleaseMs = 30000       # idle this long: the sandbox pool's kept memory goes back to the OS (0: never)
 //! retryAfterSecs = 1          # `Retry-After` on 503
 //! anonymousLoopback = false   # serve without a token (loopback listen only)
 //! anonymousScopes = []
@@ -79,6 +80,13 @@ pub struct ServeConfig {
     pub send_buffer_bytes: usize,
     /// On shutdown, how long in-flight requests may finish, ms. Default 30 000.
     pub drain_timeout_ms: u64,
+    /// After this long without an invocation, the memory the sandbox's
+    /// instance pool keeps resident for idle slots (up to 8 MiB per slot
+    /// used, decision 0028) is given back to the OS, so an idle server's
+    /// RSS falls back to what it holds besides the pool; the next
+    /// invocations pay their page faults again. ms; 0 never releases.
+    /// Default 30 000.
+    pub idle_release_ms: u64,
     /// `Retry-After` seconds on `503`. Default 1.
     pub retry_after_secs: u64,
     /// Serve requests without a token (refused unless the listen address is
@@ -161,6 +169,7 @@ impl Default for ServeConfig {
             sse_queue_bytes: 1 << 20,
             send_buffer_bytes: 0,
             drain_timeout_ms: 30_000,
+            idle_release_ms: 30_000,
             retry_after_secs: 1,
             anonymous_loopback: false,
             anonymous_scopes: Vec::new(),

@@ -361,10 +361,8 @@ async fn post_inner(state: AppState, headers: HeaderMap, body: Body) -> Result<R
         },
     };
     let permit = state
-        .permits
-        .clone()
-        .try_acquire_owned()
-        .map_err(|_| ApiError::busy(state.cfg.retry_after_secs))?;
+        .admit()
+        .ok_or_else(|| ApiError::busy(state.cfg.retry_after_secs))?;
     let run = Run {
         type_id: b.type_id,
         inputs: b.inputs,

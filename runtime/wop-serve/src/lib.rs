@@ -28,6 +28,7 @@ mod console;
 mod detach;
 mod guard;
 mod idem;
+mod idle;
 mod invoke;
 mod io;
 mod mcp;

@@ -472,9 +472,8 @@ async fn call(state: &AppState, principal: &Principal, req: &Req<'_>) -> Respons
         Ok(c) => c,
         Err(message) => return ok(req, tool_error("validation_error", &message, None)),
     };
-    let permit = match state.permits.clone().try_acquire_owned() {
-        Ok(p) => p,
-        Err(_) => return ApiError::busy(state.cfg.retry_after_secs).into_response(),
+    let Some(permit) = state.admit() else {
+        return ApiError::busy(state.cfg.retry_after_secs).into_response();
     };
     let run = Run {
         type_id: name.to_owned(),

@@ -104,6 +104,8 @@ pub(crate) struct Metrics {
     cache_misses: Gauge,
     compiles: Gauge,
     instantiations: Gauge,
+    idle_releases: Gauge,
+    idle_released_bytes: Gauge,
     trace_spans_dropped: Gauge,
     trace_exports_failed: Gauge,
     /// `ctx.mcp` servers (ids from the operator's policy).
@@ -171,6 +173,10 @@ pub(crate) struct Scrape {
     pub cache_misses: i64,
     pub compiles: i64,
     pub instantiations: i64,
+    /// Idle releases of the sandbox pool's kept memory since start.
+    pub idle_releases: i64,
+    /// Bytes they gave back to the OS.
+    pub idle_released_bytes: i64,
     /// Spans the OTLP exporter dropped (queue full) since start.
     pub trace_spans_dropped: i64,
     /// OTLP export requests that failed since start.
@@ -274,6 +280,16 @@ impl Metrics {
             "instantiations",
             "Sandbox instantiations since start",
         );
+        let idle_releases = gauge(
+            &mut registry,
+            "pool_idle_releases",
+            "Times the sandbox pool's kept memory went back to the OS after idleReleaseMs without an invocation",
+        );
+        let idle_released_bytes = gauge(
+            &mut registry,
+            "pool_idle_released_bytes",
+            "Bytes those idle releases gave back to the OS since start",
+        );
         let trace_spans_dropped = gauge(
             &mut registry,
             "trace_spans_dropped",
@@ -318,6 +334,8 @@ impl Metrics {
             cache_misses,
             compiles,
             instantiations,
+            idle_releases,
+            idle_released_bytes,
             trace_spans_dropped,
             trace_exports_failed,
             mcp_state,
@@ -476,6 +494,8 @@ impl Metrics {
             (&self.cache_misses, s.cache_misses),
             (&self.compiles, s.compiles),
             (&self.instantiations, s.instantiations),
+            (&self.idle_releases, s.idle_releases),
+            (&self.idle_released_bytes, s.idle_released_bytes),
             (&self.trace_spans_dropped, s.trace_spans_dropped),
             (&self.trace_exports_failed, s.trace_exports_failed),
         ] {
@@ -602,6 +622,8 @@ mod tests {
             cache_misses: 1,
             compiles: 1,
             instantiations: 2,
+            idle_releases: 1,
+            idle_released_bytes: 8 << 20,
             trace_spans_dropped: 7,
             trace_exports_failed: 0,
             mcp: vec![(

@@ -381,6 +381,7 @@ impl Server {
             })?;
         let state = Arc::new(Shared {
             permits: Arc::new(Semaphore::new(cfg.max_in_flight)),
+            admitted: AtomicU64::new(0),
             conns: Arc::new(Semaphore::new(cfg.max_connections)),
             conns_refused: AtomicU64::new(0),
             origins: cfg
@@ -437,6 +438,7 @@ impl Server {
         let graceful = GracefulShutdown::new();
         let busy = busy_response(state.cfg.retry_after_secs, state.cfg.max_connections);
         let refusing = Arc::new(Semaphore::new(REFUSING_MAX));
+        crate::idle::spawn_release(&state);
         tracing::info!(addr = ?addr, "wop-serve accepting");
         tokio::pin!(shutdown);
         loop {
@@ -488,7 +490,7 @@ impl Server {
             }
         }
         drop(listener);
-        let in_flight = state.cfg.max_in_flight - state.permits.available_permits();
+        let in_flight = state.in_flight();
         tracing::info!(
             in_flight,
             drain_ms = drain.as_millis() as u64,

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wop_runtime::effects::EffectRecord;
 use wop_runtime::tools::SafetyTier;
 use wop_runtime::{Principal, Runtime};
@@ -49,6 +49,9 @@ pub(crate) struct Shared {
     /// sha256(token) → principal.
     pub tokens: HashMap<String, Principal>,
     pub permits: Arc<Semaphore>,
+    /// Invocations admitted since start (see [`Shared::admit`]); the idle
+    /// release watches it (`idle.rs`).
+    pub admitted: AtomicU64,
     /// One permit per open client connection (`maxConnections`).
     pub conns: Arc<Semaphore>,
     /// Connections answered `503` at the connection cap since start.
@@ -96,6 +99,19 @@ pub(crate) type AppState = Arc<Shared>;
 pub(crate) struct Peer(pub std::net::SocketAddr);
 
 impl Shared {
+    /// One of the `maxInFlight` invocation slots, or `None` when all are
+    /// taken (the caller answers `503`). Counted in [`Shared::admitted`].
+    pub(crate) fn admit(&self) -> Option<OwnedSemaphorePermit> {
+        let permit = self.permits.clone().try_acquire_owned().ok()?;
+        self.admitted.fetch_add(1, Ordering::Relaxed);
+        Some(permit)
+    }
+
+    /// Invocations running now.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.cfg.max_in_flight - self.permits.available_permits()
+    }
+
     /// Registers `claimed` as running here until the guard drops.
     pub(crate) fn hold_claim(&self, claimed: &EffectRecord) -> HeldClaim<'_> {
         if let Ok(mut c) = self.claims.lock() {
@@ -164,7 +180,7 @@ impl Shared {
         let m = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         let (spans_dropped, exports_failed) = self.rt.trace_export_losses();
         self.metrics.encode(&crate::metrics::Scrape {
-            in_flight: n(self.cfg.max_in_flight - self.permits.available_permits()),
+            in_flight: n(self.in_flight()),
             max_in_flight: n(self.cfg.max_in_flight),
             connections: n(self.cfg.max_connections - self.conns.available_permits()),
             max_connections: n(self.cfg.max_connections),
@@ -174,6 +190,8 @@ impl Shared {
             cache_misses: m(stats.cache.compilations),
             compiles: m(stats.cache.compilations),
             instantiations: m(stats.instantiations),
+            idle_releases: m(stats.idle_releases),
+            idle_released_bytes: m(stats.idle_released_bytes),
             trace_spans_dropped: m(spans_dropped),
             trace_exports_failed: m(exports_failed),
             mcp: self.rt.mcp_servers(),
@@ -187,11 +205,12 @@ impl Shared {
             "packs": self.rt.packs().len(),
             "nodeTypes": self.nodes.len(),
             "refusedPacks": self.refused.len(),
-            "inFlight": self.cfg.max_in_flight - self.permits.available_permits(),
+            "inFlight": self.in_flight(),
             "maxInFlight": self.cfg.max_in_flight,
             "connections": self.cfg.max_connections - self.conns.available_permits(),
             "maxConnections": self.cfg.max_connections,
             "connectionsRefused": self.conns_refused.load(Ordering::Relaxed),
+            "idleReleases": self.rt.stats().idle_releases,
         })
     }
 }

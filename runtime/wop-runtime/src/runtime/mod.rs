@@ -48,6 +48,10 @@ pub struct RuntimeStats {
     pub cache: CacheStats,
     /// Component instances created (one per invocation and per describe()).
     pub instantiations: u64,
+    /// Times [`Runtime::release_idle_memory`] ran in this process.
+    pub idle_releases: u64,
+    /// Bytes those releases gave back to the OS.
+    pub idle_released_bytes: u64,
 }
 
 /// What a runtime holds; shared by its clones.
@@ -309,7 +313,22 @@ impl Runtime {
         RuntimeStats {
             cache: self.inner.kinds.components.cache_stats(),
             instantiations: self.inner.instantiations.load(Ordering::Relaxed),
+            idle_releases: crate::engine::idle_releases().0,
+            idle_released_bytes: crate::engine::idle_releases().1,
         }
+    }
+
+    /// Gives back to the OS the memory the sandbox's instance pool keeps
+    /// resident for idle slots (up to 8 MiB of each slot an instance
+    /// dirtied, so that the next instance there does not page-fault it in
+    /// again; decision 0028). Call it when load has dropped: the RSS of an
+    /// idle host then falls back to what it holds besides the pool, and
+    /// the next invocations pay their page faults once more. Process-wide
+    /// (every runtime shares the engine); safe while invocations run.
+    /// Returns the bytes released. `wop serve` calls it after
+    /// `idleReleaseMs` without an invocation.
+    pub fn release_idle_memory(&self) -> usize {
+        crate::engine::release_idle_memory()
     }
 
     /// The on-disk cache file for an entry sha256 (for operators and tests).

@@ -9,6 +9,7 @@ mod console;
 mod credentials;
 mod guard;
 mod idempotency;
+mod idle;
 mod invoke;
 mod mcp;
 mod metrics;
@@ -48,6 +49,56 @@ tenant = "globex"
         token_sha256(TOKEN),
         token_sha256(OTHER_TOKEN)
     )
+}
+
+/// The real `wop-serve` binary as a child process: `pack_names` loaded,
+/// `cfg` as its serve.toml, in-memory store, anonymous on loopback; its
+/// stdout kept open (the last value) so it never sees a closed pipe.
+pub struct ChildServe {
+    pub child: wop_testkit::ChildGuard,
+    pub addr: SocketAddr,
+    _out: std::io::BufReader<std::process::ChildStdout>,
+    _dirs: [tempfile::TempDir; 2],
+}
+
+impl ChildServe {
+    pub fn spawn(cfg: &str, pack_names: &[&str]) -> ChildServe {
+        let packs = packs(pack_names);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("serve.toml");
+        std::fs::write(&file, cfg).unwrap();
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_wop-serve"));
+        cmd.args(["--packs", packs.path().to_str().unwrap()])
+            .args(["--config", file.to_str().unwrap()])
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--memory-store",
+                "--anonymous-loopback",
+            ])
+            .stderr(std::process::Stdio::null());
+        let (child, addr, out) = wop_testkit::spawn_serve(&mut cmd).unwrap();
+        ChildServe {
+            child,
+            addr,
+            _out: out,
+            _dirs: [packs, dir],
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.0.id()
+    }
+}
+
+/// Resident set of `pid`, in KiB (`/proc/<pid>/status`).
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
 }
 
 /// A packs directory holding (symlinks to) the named built packs.
