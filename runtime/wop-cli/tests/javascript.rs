@@ -497,3 +497,330 @@ fn a_host_service_runs_as_the_tool_the_operator_mapped_and_an_unmapped_one_says_
     );
     assert_eq!(tool.count(), 1);
 }
+
+#[test]
+fn a_secret_reaches_a_javascript_pack_only_as_a_handle_that_safe_fetch_swaps_in_its_audience() {
+    const VALUE: &str = "sk-test-handle-7f3a9c1e5b";
+    let audience = wop_testkit::Server::start_detached(wop_testkit::Mode::EchoHeaders);
+    let outsider = wop_testkit::Server::start_detached(wop_testkit::Mode::EchoHeaders);
+    let tmp = tempfile::tempdir().unwrap();
+    let secret = tmp.path().join("api-key");
+    std::fs::write(&secret, format!("{VALUE}\n")).unwrap();
+    let fetch = |url: &str, init: &str| {
+        format!(
+            "async (ctx) => {{ const s = await ctx.secrets.resolve({{ ref: 'api', purpose: 'test' }}); const h = s.plaintext; const r = await fetch('{url}', {init}); const b = await r.json(); return {{ status: 'success', outputs: {{ handle: h, isHandle: h.startsWith('wop-secret-') && h === s.handle, reflected: b.headers.authorization }} }}; }}"
+        )
+    };
+    let aud = audience.url("/reflect");
+    let out = outsider.url("/reflect");
+    let nodes = [
+        (
+            "use",
+            fetch(&aud, "{ headers: { Authorization: 'Bearer ' + h } }"),
+        ),
+        (
+            "outside",
+            fetch(&out, "{ headers: { Authorization: 'Bearer ' + h } }"),
+        ),
+        (
+            "body",
+            fetch(&aud, "{ method: 'POST', body: JSON.stringify({ key: h }) }"),
+        ),
+        (
+            "url",
+            fetch(&format!("{aud}?k=' + h + '"), "{}"),
+        ),
+        (
+            "form",
+            fetch(&aud, "{ headers: { 'X-Api-Key': h } }"),
+        ),
+        (
+            "forged",
+            fetch(&aud, "{ headers: { Authorization: 'Bearer wop-secret-' + 'a'.repeat(32) } }"),
+        ),
+        (
+            "unknown",
+            "async (ctx) => { await ctx.secrets.resolve({ ref: 'nope' }); return { status: 'success', outputs: {} }; }".to_owned(),
+        ),
+    ];
+    let nodes: Vec<(&str, &str)> = nodes.iter().map(|(n, s)| (*n, s.as_str())).collect();
+    let pack = js_pack(tmp.path(), &nodes);
+    let origin = |s: &wop_testkit::Server| s.url("").trim_end_matches('/').to_owned();
+    let policy = tmp.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "[egress]\nallowLoopback = true\n\n[secrets.api]\nvalue = \"file:{}\"\naudiences = [\"{}\"]\nattach = \"bearer\"\n\n[packs.\"h.js\"]\ncapabilities = [\"http\"]\negress = [\"{}\", \"{}\"]\nsecrets = [\"api\"]\n",
+            secret.display(),
+            origin(&audience),
+            origin(&audience),
+            origin(&outsider),
+        ),
+    )
+    .unwrap();
+    let p = policy.display().to_string();
+
+    // In its header, to its audience: the server gets the credential; the
+    // pack had only a handle, and the reflected value comes back redacted.
+    let v = run(tmp.path(), &pack, "h.js.use", &json!({}), &["--policy", &p]);
+    assert_eq!(v["outcome"]["outcome"], "completed", "{v}");
+    assert_eq!(v["outcome"]["output"]["isHandle"], true, "{v}");
+    assert_eq!(
+        audience.requests()[0]
+            .headers
+            .get("authorization")
+            .map(String::as_str),
+        Some(format!("Bearer {VALUE}").as_str())
+    );
+    assert!(
+        !v.to_string().contains(VALUE),
+        "the value reached the run's output or events: {v}"
+    );
+    assert_ne!(
+        v["outcome"]["output"]["reflected"],
+        json!(format!("Bearer {VALUE}"))
+    );
+
+    // Anywhere else: refused before anything is sent.
+    for (n, reason, says) in [
+        (
+            "outside",
+            "out-of-audience",
+            "outside the credential's audience",
+        ),
+        ("body", "secret-handle", "in the request body"),
+        ("url", "secret-handle", "in the URL"),
+        ("form", "secret-handle", "Authorization: Bearer <handle>"),
+        ("forged", "secret-handle", "was not given"),
+    ] {
+        let v = run(
+            tmp.path(),
+            &pack,
+            &format!("h.js.{n}"),
+            &json!({}),
+            &["--policy", &p],
+        );
+        let m = failed_with(&v, "egress_denied");
+        assert!(!v.to_string().contains(VALUE), "{n}: {v}");
+        assert!(m.contains(says), "{n}: {m}");
+        let returned = v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["type"] == "agent.tool-returned")
+            .unwrap_or_else(|| panic!("{n}: no tool-returned event: {v}"));
+        assert_eq!(returned["error"]["details"]["reason"], reason, "{n}: {v}");
+    }
+    assert_eq!(
+        audience.count(),
+        1,
+        "only the first request reached the audience"
+    );
+    assert_eq!(outsider.count(), 0);
+
+    // A secret the operator did not grant: its own code and how to grant it.
+    let v = run(
+        tmp.path(),
+        &pack,
+        "h.js.unknown",
+        &json!({}),
+        &["--policy", &p],
+    );
+    let m = failed_with(&v, "credential_unavailable");
+    assert!(
+        m.contains("[secrets.nope]") && m.contains("secrets = [\"nope\"]"),
+        "{m}"
+    );
+}
+
+#[test]
+fn core_openwop_http_fetch_reaches_a_loopback_server_through_safe_fetch_and_only_what_is_granted() {
+    let granted = wop_testkit::Server::start_detached(wop_testkit::Mode::Ok);
+    let other = wop_testkit::Server::start_detached(wop_testkit::Mode::Ok);
+    let tmp = tempfile::tempdir().unwrap();
+    let (_server, port) = serve(&fixtures());
+    let origin = granted.url("").trim_end_matches('/').to_owned();
+    let policy = registry_policy(
+        tmp.path(),
+        &format!(
+            "[egress]\nallowLoopback = true\n\n[packs.\"core.openwop.http\"]\ncapabilities = [\"http\"]\negress = [\"{origin}\"]\n"
+        ),
+    );
+    let p = policy.display().to_string();
+    let registry = format!("http://127.0.0.1:{port}");
+    let o = wop_in(
+        tmp.path(),
+        &[
+            "install",
+            "core.openwop.http",
+            "--registry",
+            &registry,
+            "--policy",
+            &p,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let pack = tmp.path().join("packs/core.openwop.http");
+    let fetch = |url: &str| {
+        let config = json!({"url": url, "method": "POST", "retry": {"maxAttempts": 1}}).to_string();
+        run(
+            tmp.path(),
+            &pack,
+            "core.openwop.http.fetch",
+            &json!({"body": {"order": 42}}),
+            &["--policy", &p, "--config", &config],
+        )
+    };
+
+    // Granted: the real node's request arrives, with the idempotency key
+    // the node derives, and its answer comes back as the node's output.
+    let v = fetch(&granted.url("/orders"));
+    assert_eq!(v["outcome"]["outcome"], "completed", "{v}");
+    assert_eq!(v["outcome"]["output"]["status"], 200, "{v}");
+    let seen = granted.requests();
+    assert_eq!(seen.len(), 1, "{v}");
+    assert!(seen[0].line.starts_with("POST /orders"), "{}", seen[0].line);
+    assert_eq!(seen[0].body, r#"{"order":42}"#);
+    assert!(
+        seen[0].headers.contains_key("idempotency-key"),
+        "{:?}",
+        seen[0].headers
+    );
+    let decided: Vec<&Value> = v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "egress.decided")
+        .collect();
+    assert_eq!(decided[0]["decision"], "allowed", "{v}");
+
+    // Not granted: nothing leaves; the gate's decision is in the events.
+    let v = fetch(&other.url("/orders"));
+    assert_eq!(other.count(), 0, "{v}");
+    assert_ne!(v["outcome"]["output"]["status"], 200, "{v}");
+    assert!(
+        v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["type"] == "egress.decided" && e["decision"] == "denied"),
+        "{v}"
+    );
+}
+
+/// `@modelcontextprotocol/server-everything`, installed by
+/// `runtime/wop-mcp/tests/setup.sh` (which `.ci/test.sh` runs).
+fn everything_js() -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../wop-mcp/tests/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    assert!(
+        p.exists(),
+        "missing {}: run bash runtime/wop-mcp/tests/setup.sh (bash .ci/test.sh does)",
+        p.display()
+    );
+    p.display().to_string()
+}
+
+#[test]
+fn core_openwop_mcp_nodes_reach_a_real_mcp_server_through_the_gate_and_only_the_granted_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_server, port) = serve(&fixtures());
+    let policy = registry_policy(
+        tmp.path(),
+        &format!(
+            r#"
+[egress]
+allowLoopback = true
+
+[mcp.servers.everything]
+transport = "stdio"
+command = "node"
+args = ["{js}", "stdio"]
+timeoutMs = 20000
+tiers = {{ echo = "pure" }}
+
+[mcp.servers.other]
+transport = "stdio"
+command = "node"
+args = ["{js}", "stdio"]
+
+[packs."core.openwop.mcp"]
+capabilities = ["mcp"]
+mcp = ["everything"]
+"#,
+            js = everything_js()
+        ),
+    );
+    let p = policy.display().to_string();
+    let registry = format!("http://127.0.0.1:{port}");
+    let o = wop_in(
+        tmp.path(),
+        &[
+            "install",
+            "core.openwop.mcp",
+            "--registry",
+            &registry,
+            "--policy",
+            &p,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let pack = tmp.path().join("packs/core.openwop.mcp");
+    let node = |short: &str, config: Value, input: Value| {
+        let config = config.to_string();
+        run(
+            tmp.path(),
+            &pack,
+            &format!("core.openwop.mcp.{short}"),
+            &input,
+            &["--policy", &p, "--config", &config],
+        )
+    };
+
+    // list-tools: the server's own list, through the gate.
+    let v = node("list-tools", json!({"serverId": "everything"}), json!({}));
+    assert_eq!(v["outcome"]["outcome"], "completed", "{v}");
+    let tools = v["outcome"]["output"]["tools"].as_array().unwrap();
+    assert!(tools.iter().any(|t| t["name"] == "echo"), "{v}");
+
+    // invoke-tool: the server's answer, marked untrusted by the node.
+    let v = node(
+        "invoke-tool",
+        json!({"serverId": "everything", "toolName": "echo"}),
+        json!({"args": {"message": "hello from a registry pack"}}),
+    );
+    assert_eq!(v["outcome"]["outcome"], "completed", "{v}");
+    assert!(
+        v["outcome"]["output"]
+            .to_string()
+            .contains("hello from a registry pack"),
+        "{v}"
+    );
+    assert!(
+        v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["type"] == "agent.tool-called" && e["toolName"] == "mcp:everything/echo"),
+        "{v}"
+    );
+
+    // server-status: healthy.
+    let v = node(
+        "server-status",
+        json!({"serverId": "everything"}),
+        json!({}),
+    );
+    assert_eq!(v["outcome"]["output"]["available"], true, "{v}");
+
+    // A configured server the pack is not granted: nothing reaches it.
+    let v = node(
+        "invoke-tool",
+        json!({"serverId": "other", "toolName": "echo"}),
+        json!({"args": {"message": "x"}}),
+    );
+    let m = failed_with(&v, "not_found");
+    assert!(m.contains("`other`"), "{m}");
+    assert!(!v.to_string().contains("Echo: x"), "{v}");
+}

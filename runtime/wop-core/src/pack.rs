@@ -321,6 +321,15 @@ pub fn resolve(policy: &Policy, manifest: &Manifest) -> Resolved {
     // Both lists were validated (manifest parse, policy load); anything
     // unparsable here grants nothing.
     let parse = |v: &[String]| crate::egress::allow::parse_all(v).unwrap_or_default();
+    // The protocol's JavaScript packs declare no destinations (their code
+    // builds URLs from config and inputs): what the operator grants is
+    // the whole list.
+    let requested =
+        if manifest.runtime.language == Language::Javascript && manifest.wop.egress.is_empty() {
+            &grant.egress
+        } else {
+            &manifest.wop.egress
+        };
     let settings = policy.egress.settings();
     let egress = EgressView {
         requested: manifest.wop.egress.clone(),
@@ -328,7 +337,7 @@ pub fn resolve(policy: &Policy, manifest: &Manifest) -> Resolved {
         allow_loopback: settings.allow_loopback,
         max_redirects: settings.max_redirects,
         allow: std::sync::Arc::new(crate::egress::AllowList::new(
-            parse(&manifest.wop.egress),
+            parse(requested),
             parse(&grant.egress),
         )),
     };

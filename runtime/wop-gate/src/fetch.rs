@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use wop_core::egress::{self, Decision, Denial, Target};
 use wop_core::error::ErrorCode;
 use wop_core::events::Event;
-use wop_core::secrets::decide;
+use wop_core::secrets::handle::{self, Handles};
+use wop_core::secrets::{Credentials, decide};
 
 /// One header.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,14 +68,16 @@ pub(crate) fn fetch_deadline(deadline: Instant) -> Instant {
 /// The arguments the gate hashes (`argsHash`) and digests (effect
 /// identity): method, URL, headers by lowercase name (so secret-looking
 /// names such as `authorization` are redacted in the hash), body.
-fn arguments(r: &FetchRequest) -> Value {
+/// A secret handle is random per invocation: it stands as
+/// `wop-secret:<id>`, so a retry's request is the same effect.
+fn arguments(r: &FetchRequest, handles: &Handles) -> Value {
     let mut headers: Map<String, Value> = Map::new();
     for h in &r.headers {
         let e = headers
             .entry(h.name.to_ascii_lowercase())
             .or_insert_with(|| Value::Array(Vec::new()));
         if let Value::Array(a) = e {
-            a.push(Value::String(h.value.clone()));
+            a.push(Value::String(handles.stable(&h.value)));
         }
     }
     json!({
@@ -91,7 +94,12 @@ type Planned = (Target, http::Method, egress::Headers, Vec<String>);
 
 /// The checks before the gate: URL (scheme, name/literal, allow-list),
 /// method, headers, body size.
-fn plan_checks(egress: &PackEgress, r: &FetchRequest) -> Result<Planned, Denial> {
+fn plan_checks(
+    egress: &PackEgress,
+    r: &FetchRequest,
+    handles: &Handles,
+    creds: &Credentials,
+) -> Result<Planned, Denial> {
     let s = egress.engine.settings();
     let url = egress::parse_url(&r.url)?;
     let target = egress::check_url(&url, &egress.allow, s.allow_loopback)?;
@@ -100,11 +108,18 @@ fn plan_checks(egress: &PackEgress, r: &FetchRequest) -> Result<Planned, Denial>
         .headers
         .iter()
         .partition(|h| h.name.eq_ignore_ascii_case(decide::NAMING_HEADER));
-    let named = decide::named_ids(&naming.iter().map(|h| h.value.as_str()).collect::<Vec<_>>());
+    let mut named = decide::named_ids(&naming.iter().map(|h| h.value.as_str()).collect::<Vec<_>>());
     let pairs: Vec<(String, String)> = pairs
         .into_iter()
         .map(|h| (h.name.clone(), h.value.clone()))
         .collect();
+    // Secret handles: only in their credential's header, which names it.
+    let (pairs, by_handle) = handle::take(handles, creds, &r.url, &pairs, r.body.as_deref())?;
+    for id in by_handle {
+        if !named.contains(&id) {
+            named.push(id);
+        }
+    }
     let headers = egress::check_headers(&pairs)?;
     let len = r.body.as_ref().map_or(0, Vec::len) as u64;
     if len > s.max_request_bytes {
@@ -129,6 +144,7 @@ pub(crate) async fn fetch(
     egress: Option<&PackEgress>,
     scope: &mut CallScope<'_>,
     request: FetchRequest,
+    handles: &Handles,
 ) -> (Result<FetchResponse, GateError>, Performed) {
     let Some(egress) = egress else {
         let e = GateError {
@@ -139,7 +155,7 @@ pub(crate) async fn fetch(
         };
         return (Err(e), None);
     };
-    let args = arguments(&request);
+    let args = arguments(&request, handles);
     let rough = egress::parse_url(&request.url).ok();
     let deny = |d: Denial, destination: String, tool_id: String, scope: &mut CallScope<'_>| {
         scope
@@ -158,7 +174,8 @@ pub(crate) async fn fetch(
         gate.deny(scope, &tool_id, &args, err)
     };
 
-    let (target, method, headers, named) = match plan_checks(egress, &request) {
+    let creds = &scope.site.credentials;
+    let (target, method, headers, named) = match plan_checks(egress, &request, handles, creds) {
         Ok(p) => p,
         Err(d) => {
             let (dest, tool) = match &rough {

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use wop_core::limits;
 use wop_core::logbuf::SharedLog;
+use wop_core::secrets::handle::Handles;
 use wop_core::tools::ToolDescriptor;
 
 /// What an invocation's gate calls consumed.
@@ -53,6 +54,8 @@ pub struct GateSession {
     usage: SessionUsage,
     log: SharedLog,
     mcp: Option<crate::mcp::PackMcp>,
+    /// The secret handles `ctx.secrets.resolve` gave this invocation.
+    handles: Handles,
 }
 
 impl std::fmt::Debug for GateSession {
@@ -82,6 +85,7 @@ impl GateSession {
             usage: SessionUsage::default(),
             log,
             mcp: None,
+            handles: Handles::default(),
         }
     }
 
@@ -144,8 +148,14 @@ impl GateSession {
             counters: &mut self.counters,
             events: &mut LogAudit(&self.log),
         };
-        let (r, done) =
-            crate::fetch::fetch(&self.gate, self.egress.as_ref(), &mut scope, request).await;
+        let (r, done) = crate::fetch::fetch(
+            &self.gate,
+            self.egress.as_ref(),
+            &mut scope,
+            request,
+            &self.handles,
+        )
+        .await;
         if let Some((tool_id, receipt)) = &done {
             self.usage.count(tool_id, receipt);
             if receipt.performed {
@@ -157,6 +167,72 @@ impl GateSession {
         }
         self.note(&r);
         r
+    }
+
+    /// `ctx.secrets.resolve` of a JavaScript pack (`[{ref, purpose?}]` or
+    /// `[ref]`): an opaque handle for the credential `ref` of this
+    /// invocation (its node's, granted to its pack), never the value.
+    /// Safe-fetch swaps it for the credential in the header the operator
+    /// attaches it as, and only in its audience
+    /// (`wop_core::secrets::handle`). `{plaintext, handle, ref}`, where
+    /// `plaintext` is the handle, so the protocol's packs need no change.
+    pub fn resolve_secret(&mut self, args: &Value) -> Result<Value, GateError> {
+        let r = self.mint_handle(args);
+        self.note(&r);
+        r
+    }
+
+    fn mint_handle(&mut self, args: &Value) -> Result<Value, GateError> {
+        use crate::GateErrorKind;
+        use wop_core::error::ErrorCode;
+        let first = args.get(0).unwrap_or(args);
+        let id = match first {
+            Value::String(s) => Some(s.as_str()),
+            Value::Object(o) => o.get("ref").and_then(Value::as_str),
+            _ => None,
+        };
+        let Some(id) = id else {
+            return Err(GateError::new(
+                GateErrorKind::Failed,
+                ErrorCode::ValidationError,
+                "ctx.secrets.resolve needs {ref: \"<secret id>\"} (or the id as a string)",
+                serde_json::json!({"field": "ref"}),
+            ));
+        };
+        check_id("secret ref", id, wop_core::secrets::MAX_ID_LEN)?;
+        if self.site.credentials.get(id).is_none() {
+            let pack = &self.site.pack;
+            return Err(GateError::new(
+                GateErrorKind::NotFound,
+                ErrorCode::CredentialUnavailable,
+                format!(
+                    "secret `{id}` is not a credential of this node: the operator provides it as [secrets.{id}] and grants it with secrets = [\"{id}\"] in {}",
+                    wop_core::error::packs_table(pack)
+                ),
+                serde_json::json!({"secretId": id}),
+            ));
+        }
+        let mut nonce = [0u8; 16];
+        getrandom::fill(&mut nonce).map_err(|e| {
+            GateError::new(
+                GateErrorKind::Failed,
+                ErrorCode::InternalError,
+                format!("no randomness for a secret handle: {e}"),
+                Value::Null,
+            )
+        })?;
+        let Some(handle) = self.handles.mint(id, nonce) else {
+            return Err(GateError::new(
+                GateErrorKind::Failed,
+                ErrorCode::ValidationError,
+                format!(
+                    "an invocation may hold at most {} secret handles",
+                    wop_core::secrets::handle::MAX_HANDLES
+                ),
+                Value::Null,
+            ));
+        };
+        Ok(serde_json::json!({"plaintext": handle, "handle": handle, "ref": id}))
     }
 
     /// `mcp.call-tool`: the gate tool `mcp:<server>/<name>` (see

@@ -86,8 +86,11 @@ pub(crate) fn bundle(identity: &Identity, source: &Source) -> Vec<u8> {
 
 /// The host interfaces a pack's code can reach, read from its source text:
 /// `log`, `clock` and `random` always (console, Date, crypto); `http` if it
-/// names `fetch`; `mcp` if it names `.mcp`; `tools` if it uses a host
-/// service or `ctx.secrets`. Shown before any grant; the grants decide.
+/// names `fetch` in any case (`fetch(`, `globalThis.fetch`, a `safeFetch`
+/// wrapper, `ctx.http`); `mcp` if it names `.mcp`; `tools` if it uses a
+/// host service. Over-reaching is harmless (shown before any grant; the
+/// grants decide); missing one would refuse a granted pack at its call.
+/// `ctx.secrets` needs none: its handles are spent by safe-fetch.
 pub fn derived_capabilities(source: &Source) -> Vec<&'static str> {
     let any = |needles: &[&str]| {
         source
@@ -96,7 +99,7 @@ pub fn derived_capabilities(source: &Source) -> Vec<&'static str> {
             .any(|s| needles.iter().any(|n| s.contains(n)))
     };
     let mut caps = vec!["log", "clock", "random"];
-    if any(&["fetch("]) {
+    if any(&["fetch", "Fetch", ".http"]) {
         caps.push("http");
     }
     if any(&[".mcp"]) {
@@ -111,7 +114,6 @@ pub fn derived_capabilities(source: &Source) -> Vec<&'static str> {
         ".chat.",
         ".a2a.",
         ".aiEnvelope",
-        ".secrets",
     ]) {
         caps.push("tools");
     }

@@ -27,6 +27,7 @@ pub mod audience;
 pub mod credential;
 pub mod decide;
 mod expiry;
+pub mod handle;
 pub mod redact;
 pub mod requirement;
 

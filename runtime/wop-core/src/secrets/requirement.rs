@@ -61,6 +61,20 @@ pub struct SecretRequirement {
     pub scope: Option<SecretScope>,
 }
 
+impl SecretRequirement {
+    /// A requirement of secret `id` that no manifest declared: a
+    /// JavaScript pack's, from the operator's grant (kind `custom`, the
+    /// operator's value).
+    pub fn granted(id: &str) -> Self {
+        Self {
+            id: id.to_owned(),
+            kind: SecretKind::Custom,
+            provider: None,
+            scope: None,
+        }
+    }
+}
+
 fn err(path: String, message: impl Into<String>) -> LoadError {
     LoadError::validation(path, message)
 }

@@ -101,7 +101,7 @@
     if (err !== undefined && err !== null) {
       const code = P.own(err, 'code');
       const e = P.codedError(code === undefined || code === null ? P.StringCtor(P.own(err, 'kind') || 'failed') : P.StringCtor(code),
-        P.StringCtor(P.own(err, 'message') || 'host tool call failed: ' + toolId), P.own(err, 'details'));
+        P.StringCtor(P.own(err, 'message') || 'host tool call failed: ' + toolId), P.hostDetails(err));
       P.put(e, 'kind', P.own(err, 'kind'));
       throw e;
     }
@@ -160,7 +160,7 @@
     const r = P.ReflectApply(P.n_mcp, undefined, [op, serverId === undefined || serverId === null ? '' : P.StringCtor(serverId), a1, a2, undefined]);
     const err = P.own(r, 'err');
     if (err !== undefined && err !== null) {
-      throw P.codedError(P.StringCtor(P.own(err, 'code') || 'mcp_failed'), P.StringCtor(P.own(err, 'message') || 'MCP call failed'), P.own(err, 'details'));
+      throw P.codedError(P.StringCtor(P.own(err, 'code') || 'mcp_failed'), P.StringCtor(P.own(err, 'message') || 'MCP call failed'), P.hostDetails(err));
     }
     const ok = P.own(r, 'ok');
     return ok === undefined || ok === null || ok === '' ? null : P.JSONParse(ok);

@@ -265,15 +265,18 @@
       const req = new Request(input, init);
       const sig = req._signal;
       if (sig && sig.aborted) return P.PromiseReject(sig.reason);
+      // A pack's Idempotency-Key is the business key of the effect: the
+      // host derives the effect's identity from it and sends the header
+      // itself (safe-fetch refuses it as a plain header).
       const headers = [];
-      for (const [k, v] of req.headers) headers.push([k, v]);
+      for (const [k, v] of req.headers) if (k !== 'idempotency-key') headers.push([k, v]);
       let idem;
       const ik = req.headers.get('idempotency-key');
       if (ik !== null) idem = ik;
       const r = P.ReflectApply(P.n_fetch, undefined, [req.method, req.url, headers, req._bytes === null ? undefined : req._bytes, idem]);
       const err = P.own(r, 'err');
       if (err !== undefined) {
-        return P.PromiseReject(fetchError(P.StringCtor(P.own(err, 'code') || 'fetch_failed'), P.StringCtor(P.own(err, 'message') || 'fetch failed'), P.own(err, 'details')));
+        return P.PromiseReject(fetchError(P.StringCtor(P.own(err, 'code') || 'fetch_failed'), P.StringCtor(P.own(err, 'message') || 'fetch failed'), P.hostDetails(err)));
       }
       const res = new Response(null, { status: 200, headers: P.own(r, 'headers') || [] });
       const status = P.NumberCtor(P.own(r, 'status'));

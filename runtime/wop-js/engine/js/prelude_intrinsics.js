@@ -99,6 +99,15 @@
     if (details !== undefined) P.put(e, 'details', details);
     return e;
   };
+  /** A host error's details: the host sends JSON text; the pack gets the
+   * object (a node that rethrows the error must fail with object details).
+   * Undefined when absent or not JSON. */
+  P.hostDetails = function hostDetails(err) {
+    const d = P.own(err, 'details');
+    if (d === undefined || d === null) return undefined;
+    if (typeof d !== 'string') return d;
+    try { return P.JSONParse(d); } catch (_) { return undefined; }
+  };
   /** JSON.stringify that never throws: returns undefined on failure (cycles, BigInt, throwing getters). */
   P.safeStringify = function safeStringify(v) {
     try { return P.JSONStringify(v); } catch (_) { return undefined; }

@@ -197,10 +197,16 @@ pub(crate) async fn load(
             engine: env.egress.clone(),
             allow: insp.egress.allow.clone(),
         }),
-        mcp: Some(
-            env.mcp
-                .for_pack(m.wop.mcp.clone(), env.policy.mcp_grant(&m.name)),
-        ),
+        mcp: Some({
+            let grant = env.policy.mcp_grant(&m.name);
+            // A JavaScript pack declares no servers: the grant is its request.
+            let request = if m.runtime.language == Language::Javascript && m.wop.mcp.is_empty() {
+                wop_core::policy::mcp::McpRequest::from_grant(&grant)
+            } else {
+                m.wop.mcp.clone()
+            };
+            env.mcp.for_pack(request, grant)
+        }),
         meter: env.meter.clone(),
     };
     let schemas = wop_core::pack::read_node_schemas(dir, m)?;

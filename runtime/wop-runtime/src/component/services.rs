@@ -10,6 +10,10 @@ use std::collections::BTreeMap;
 /// The tool id prefix the JavaScript engine gives a host service.
 pub(crate) const PREFIX: &str = "service:";
 
+/// `ctx.secrets.resolve`: not mapped to a tool; the gate session answers
+/// it with an opaque handle (`wop_core::secrets::handle`).
+pub(crate) const SECRETS_RESOLVE: &str = "service:secrets.resolve";
+
 /// One pack's service → tool table.
 #[derive(Debug, Default)]
 pub(crate) struct Services {

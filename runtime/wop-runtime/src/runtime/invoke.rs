@@ -23,6 +23,7 @@ use wop_core::error::{ErrorCode, NodeError};
 use wop_core::events::{Event, EventSink};
 use wop_core::limits::Limits;
 use wop_core::model::{InvocationReport, InvokeRequest, Usage};
+use wop_core::secrets::SecretRequirement;
 
 /// An admitted invocation: the pack and what it may spend.
 struct Admitted {
@@ -212,23 +213,33 @@ impl Runtime {
         let Some(node) = m.nodes.iter().find(|n| n.type_id == req.type_id) else {
             return Ok(Default::default());
         };
-        if node.requires_secrets.is_empty() {
-            return Ok(Default::default());
-        }
         let granted = self
             .inner
             .policy
             .packs
             .get(&m.name)
             .map_or(&[][..], |g| g.secrets.as_slice());
+        // The protocol's JavaScript packs declare no secrets; they ask
+        // for one by id at run time (`ctx.secrets.resolve`). Each node of
+        // such a pack may have what the operator granted the pack.
+        let derived: Vec<SecretRequirement>;
+        let reqs = if node.requires_secrets.is_empty()
+            && m.runtime.language == wop_core::manifest::Language::Javascript
+        {
+            derived = granted
+                .iter()
+                .map(|id| SecretRequirement::granted(id))
+                .collect();
+            &derived
+        } else {
+            &node.requires_secrets
+        };
+        if reqs.is_empty() {
+            return Ok(Default::default());
+        }
         self.inner
             .secrets
-            .resolve(
-                &m.name,
-                granted,
-                &node.requires_secrets,
-                &req.context.tenant_id,
-            )
+            .resolve(&m.name, granted, reqs, &req.context.tenant_id)
             .map_err(|u| {
                 let details = wop_core::details! {"secretId" => u.secret};
                 NodeError::runtime(ErrorCode::CredentialUnavailable, u.message, details)

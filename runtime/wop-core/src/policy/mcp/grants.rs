@@ -34,6 +34,30 @@ pub struct McpRequest {
 }
 
 impl McpRequest {
+    /// The request of a pack whose manifest cannot make one (the
+    /// protocol's JavaScript packs name servers at run time): exactly
+    /// what the operator grants — its servers, and its resource patterns
+    /// (tools: all of the granted servers', narrowed by the grant).
+    pub fn from_grant(grant: &McpGrant) -> Self {
+        let mut servers: Vec<String> = Vec::new();
+        for g in &grant.tools {
+            let server = g.split_once('/').map_or(g.as_str(), |(s, _)| s);
+            if !servers.iter().any(|s| s == server) {
+                servers.push(server.to_owned());
+            }
+        }
+        for server in grant.resources.keys() {
+            if !servers.contains(server) {
+                servers.push(server.clone());
+            }
+        }
+        Self {
+            servers,
+            tools: Vec::new(),
+            resources: grant.resources.clone(),
+        }
+    }
+
     /// Whether the manifest asks for nothing.
     pub fn is_empty(&self) -> bool {
         self.servers.is_empty() && self.tools.is_empty() && self.resources.is_empty()

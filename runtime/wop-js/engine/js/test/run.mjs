@@ -185,6 +185,10 @@ export const nodes = {
     let e; try { await fetch('https://blocked.example.com/'); } catch (err) { e = { name: err.name, code: err.code, isTypeError: err instanceof TypeError }; }
     return { status: 'success', outputs: { status: r.status, ok: r.ok, ct: r.headers.get('content-type'), j, text: await r2.text(), r3: await r3.text(), e } };
   },
+  'x.idem': async () => {
+    const r = await fetch('https://api.example.com/v1/items?q=1', { method: 'POST', headers: { 'Idempotency-Key': 'order-42', 'X-A': 'b' }, body: '{}' });
+    return { status: 'success', outputs: await r.json() };
+  },
   'x.globals': async () => {
     const u = new URL('https://User:pw@Example.COM:443/a/./b/../c%20d?x=1&y=two#frag');
     u.searchParams.append('z', 'a b');
@@ -214,13 +218,14 @@ export default nodes;
     return { err: { code: 'bad_op', message: op } };
   };
   const toolMock = (id, args) => {
-    if (id === 'service:kanban.taskGet') return { err: { kind: 'forbidden', code: 'not_granted', message: 'no kanban', details: { id } } };
+    // The host sends details as JSON text (engine/src/native.rs).
+    if (id === 'service:kanban.taskGet') return { err: { kind: 'forbidden', code: 'not_granted', message: 'no kanban', details: JSON.stringify({ id }) } };
     if (id === 'service:secrets.resolve') return { ok: JSON.stringify({ handle: 'h-123' }) };
     return { ok: JSON.stringify({ id, args: JSON.parse(args) }) };
   };
   const fetchMock = (method, url, headers, body, idem, toCtx) => {
     if (url.includes('blocked')) return { err: { code: 'ssrf_blocked', message: 'blocked by policy' } };
-    if (method === 'POST' && url.endsWith('/items?q=1')) return { status: 201, headers: [['content-type', 'application/json']], body: toCtx(Buffer.from(JSON.stringify({ echo: Buffer.from(body).toString(), h: headers }))) };
+    if (method === 'POST' && url.endsWith('/items?q=1')) return { status: 201, headers: [['content-type', 'application/json']], body: toCtx(Buffer.from(JSON.stringify({ echo: Buffer.from(body).toString(), h: headers, idem: idem === undefined ? null : idem }))) };
     return { status: 200, headers: [['content-type', 'text/plain']], body: toCtx(Buffer.from(method + ' ' + url + ' ' + (headers.find((h) => h[0] === 'content-type') || [])[1] + ' ' + Buffer.from(body || []).toString().replace(/WopFormBoundary[0-9a-f]+/g, 'B'))) };
   };
   const sb = makeSandbox({ toolCall: toolMock, mcp: mcpMock, fetch: fetchMock });
@@ -261,6 +266,7 @@ export default nodes;
   r = J(await D('x.service'));
   ok('host services → toolCall("service:<name>", [args])', r.ok?.completed?.r?.id === 'service:db.sql.query' && JSON.stringify(r.ok.completed.r.args) === '[{"sql":"select 1"}]' && r.ok.completed.ai.id === 'service:callAI' && r.ok.completed.s.handle === 'h-123', JSON.stringify(r));
   r = J(await D('x.serviceErr')); ok('service {err} → thrown coded Error', r.err?.code === 'not_granted' && r.err.message === 'no kanban', JSON.stringify(r));
+  ok('a rethrown host error fails with its details as an object', r.err?.details?.id === 'service:kanban.taskGet', JSON.stringify(r));
   r = J(await D('x.mcp'));
   const m = r.ok?.completed;
   ok('ctx.mcp maps onto the native ops', m && m.t.tools[0].name === 'echo' && m.i.result[0].text === '{"a":1}' && m.i.isError === false && m.rr.content === 'hello' && m.rr.mimeType === 'text/plain' && m.st.available === true && m.un === 'unsupported_mcp_method', JSON.stringify(r));
@@ -270,6 +276,8 @@ export default nodes;
   ok('fetch: JSON POST, headers, status, ok', f && f.status === 201 && f.ok === true && f.ct === 'application/json' && f.j.echo === '{"a":1}' && f.j.h.some((h) => h[0] === 'x-a' && h[1] === 'b'), JSON.stringify(r));
   ok('fetch: FormData multipart + new URL(rel, base)', f && /^PUT https:\/\/api\.example\.com\/form multipart\/form-data; boundary=----WopFormBoundary[0-9a-f]{24} ------B\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n/.test(f.text) && f.text.includes('name="f"; filename="f.bin"') && f.text.includes('Content-Type: application/x-test'), f && f.text);
   ok('fetch: URLSearchParams body', f && f.r3 === 'POST https://api.example.com/u application/x-www-form-urlencoded;charset=UTF-8 x=a+b&y=%26', f && f.r3);
+  r = J(await D('x.idem'));
+  ok('fetch: Idempotency-Key goes as the host\'s key, not as a header', r.ok?.completed?.idem === 'order-42' && !r.ok.completed.h.some((h) => h[0] === 'idempotency-key') && r.ok.completed.h.some((h) => h[0] === 'x-a'), JSON.stringify(r));
   ok('fetch: host err → TypeError with .code', f && f.e.code === 'ssrf_blocked' && f.e.isTypeError === true, JSON.stringify(f && f.e));
   r = J(await D('x.globals'));
   const g = r.ok?.completed || {};

@@ -37,6 +37,15 @@ impl Host for HostState {
     ) -> wasmtime::Result<Result<String, ToolError>> {
         let key_len = idempotency_key.as_ref().map_or(0, String::len);
         let size = tool_id.len() + arguments.len() + key_len;
+        if tool_id == services::SECRETS_RESOLVE {
+            // Not a tool: the node's own credentials, as opaque handles
+            // (its grant is the operator's `secrets` line).
+            self.sb.enter("secrets", None, size, Loop::Round)?;
+            let args: serde_json::Value =
+                serde_json::from_str(&arguments).unwrap_or(serde_json::Value::Null);
+            let r = self.session.resolve_secret(&args);
+            return Ok(r.map(|v| v.to_string()).map_err(to_wit));
+        }
         self.sb
             .enter("tools", Some(Capability::Tools), size, Loop::Round)?;
         // The gate session refuses an over-long tool id before it is
