@@ -255,7 +255,8 @@ for l in "${langs[@]}"; do
 done
 
 # `wop new <lang>`: scaffold, build with the scaffold's build.sh (the
-# language's sdk/<lang>/build.sh, or cargo + wop pack for Rust), run hello.
+# language's sdk/<lang>/build.sh, or cargo + wop pack for Rust), run hello;
+# a JavaScript scaffold (the protocol's format) runs as written.
 new_langs=(${NEW_LANGS:-rust ${langs[*]}})
 for l in "${new_langs[@]}"; do
   name="verify-new-$l"
@@ -273,8 +274,14 @@ for l in "${new_langs[@]}"; do
   # neither break the build nor the pack.
   case "$l" in
     python) sed -i '1i print("imported at build time")' "$work/new/$name/pack.py" ;;
-    js) printf '\nconsole.log("imported at build time");\n' >>"$work/new/$name/pack.js" ;;
   esac
+  # JavaScript: the protocol's format, no build step — wop builds it.
+  if [[ "$l" == js ]]; then
+    check "js wop new hello runs (no build step)" \
+      '.outcome.outcome == "completed" and .outcome.output.greeting == "Hello, Ada!" and .usage.pack == "'"$name"'"' \
+      "$work/new/$name" "$name.hello" --input '{"name":"Ada"}'
+    continue
+  fi
   # Rust: a target dir under the repository's, so dependencies build once.
   if WOP="$wop" CARGO_TARGET_DIR="$WOP_REPO_ROOT/target/wop-new" \
     "$work/new/$name/build.sh" "$work/new-out" >>"$work/new-$l.log" 2>&1; then

@@ -1,6 +1,8 @@
-//! `wop new <lang> <name>`: the scaffold's files, its refusals, and (when the
-//! JavaScript toolchain is installed) a scaffold built with its build.sh and
-//! run. sdk/verify-samples.sh builds and runs every language's scaffold in CI.
+//! `wop new <lang> <name>`: the scaffold's files, its refusals, and the
+//! JavaScript scaffold (the protocol's format, no toolchain) run by `wop`,
+//! by plain Node as the reference engine would, and packed into the
+//! protocol's archive. sdk/verify-samples.sh builds and runs every
+//! language's scaffold in CI.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use serde_json::Value;
@@ -42,6 +44,36 @@ fn scaffolds_every_language() {
         let o = new(lang, &name, tmp.path());
         assert_eq!(o.status.code(), Some(0), "{lang}: {}", stderr(&o));
         let dir = tmp.path().join(&name);
+        if lang == "js" {
+            // The protocol's format: no build step, no x-wop.
+            for f in [
+                "pack.json",
+                "index.mjs",
+                "schemas/hello.input.json",
+                "README.md",
+                ".gitignore",
+            ] {
+                assert!(dir.join(f).is_file(), "js: {f} missing");
+            }
+            assert!(!dir.join("build.sh").exists());
+            let text = std::fs::read(dir.join("pack.json")).unwrap();
+            let m = wop_runtime::manifest::Manifest::parse(&text).unwrap();
+            assert_eq!(
+                m.runtime.language,
+                wop_runtime::manifest::Language::Javascript
+            );
+            let v: Value = serde_json::from_slice(&text).unwrap();
+            assert!(v.get("x-wop").is_none(), "{v}");
+            assert_eq!(v["runtime"]["entry"], "./index.mjs");
+            let src = std::fs::read_to_string(dir.join("index.mjs")).unwrap();
+            assert!(src.contains(&format!("'{name}.hello': hello")), "{src}");
+            let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+            assert!(
+                readme.contains(&format!("wop run {name} {name}.hello")),
+                "{readme}"
+            );
+            continue;
+        }
         let source = match lang {
             "rust" => "src/lib.rs",
             "js" => "pack.js",
@@ -107,7 +139,7 @@ fn never_overwrites() {
     let tmp = tempfile::tempdir().unwrap();
     let o = new("js", "taken", tmp.path());
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let marker = tmp.path().join("taken").join("pack.js");
+    let marker = tmp.path().join("taken").join("index.mjs");
     std::fs::write(&marker, "// mine").unwrap();
     for lang in LANGS {
         let o = new(lang, "taken", tmp.path());
@@ -173,68 +205,128 @@ fn refuses_bad_names_languages_and_repos() {
     assert!(!tmp.path().join("ok-name").exists());
 }
 
-/// Builds the JavaScript scaffold with its build.sh (sdk/js/build.sh) and
-/// runs it, when componentize-qjs and jq are installed; SKIPPED otherwise.
-#[test]
-fn js_scaffold_builds_and_runs() {
-    let repo = repo_root();
-    let qjs = repo.join("sdk/js/node_modules/.bin/componentize-qjs");
-    let jq = Command::new("jq").arg("--version").output();
-    if !qjs.exists() || jq.is_err() {
-        println!(
-            "SKIPPED js_scaffold_builds_and_runs: the JavaScript toolchain is not installed (sdk/install-toolchains.sh js)"
-        );
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let o = new("js", "scaffold-e2e", tmp.path());
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let out = tmp.path().join("out");
-    let b = Command::new(tmp.path().join("scaffold-e2e/build.sh"))
-        .arg(&out)
-        .env("WOP", env!("CARGO_BIN_EXE_wop"))
-        .env("WOP_CACHE_DIR", tmp.path().join("cache"))
-        .env_remove("WOP_REPO")
+fn wop_json(args: &[&str], data: &Path) -> (Option<i32>, Value) {
+    let o = Command::new(env!("CARGO_BIN_EXE_wop"))
+        .args(args)
+        .env("WOP_DATA_DIR", data)
+        .env("WOP_CACHE_DIR", data.join("cache"))
         .output()
         .unwrap();
-    assert!(
-        b.status.success(),
-        "build.sh failed:\n{}\n{}",
-        String::from_utf8_lossy(&b.stdout),
-        stderr(&b)
-    );
-    let data = tempfile::tempdir().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_wop"))
-        .args([
+    let doc = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| {
+        panic!(
+            "not JSON: {}\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            stderr(&o)
+        )
+    });
+    (o.status.code(), doc)
+}
+
+/// The JavaScript scaffold runs under `wop` with no toolchain, gives the
+/// same output under plain Node (how the reference engine calls a node),
+/// has its input schema enforced, and `wop pack --tgz` builds it as install
+/// does and writes an archive `wop run` runs.
+#[test]
+fn js_scaffold_runs_under_wop_and_node_and_packs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let o = new("js", "scaffold-e2e", tmp.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let dir = tmp.path().join("scaffold-e2e");
+    let d = dir.to_str().unwrap();
+    let (code, doc) = wop_json(
+        &[
             "run",
-            out.join("scaffold-e2e").to_str().unwrap(),
+            d,
             "scaffold-e2e.hello",
             "--input",
             r#"{"name":"Ada"}"#,
             "--json",
-            "--no-cache",
-        ])
-        .env("WOP_DATA_DIR", data.path())
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(doc["outcome"]["output"]["greeting"], "Hello, Ada!");
+        ],
+        &data,
+    );
+    assert_eq!(code, Some(0), "{doc}");
+    assert_eq!(
+        doc["outcome"]["output"],
+        serde_json::json!({"greeting": "Hello, Ada!"})
+    );
     assert_eq!(doc["usage"]["pack"], "scaffold-e2e");
-    let o = Command::new(env!("CARGO_BIN_EXE_wop"))
-        .args([
+    assert!(
+        doc["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["type"] == "log.appended"),
+        "{doc}"
+    );
+
+    // Plain Node, the way the reference engine loads a pack.
+    let script = format!(
+        "const m = await import({:?}); const r = await m.nodes['scaffold-e2e.hello']({{ inputs: {{ name: 'Ada' }}, log: {{ info() {{}} }} }}); console.log(JSON.stringify(r));",
+        format!("file://{}", dir.join("index.mjs").display())
+    );
+    match Command::new("node")
+        .args(["--input-type=module", "-e", &script])
+        .output()
+    {
+        Ok(n) => {
+            assert!(n.status.success(), "{}", stderr(&n));
+            let r: Value = serde_json::from_slice(&n.stdout).unwrap();
+            assert_eq!(r["status"], "success");
+            assert_eq!(
+                r["outputs"], doc["outcome"]["output"],
+                "Node and wop differ"
+            );
+        }
+        Err(e) => panic!("`node` is needed for this test (apt-get install nodejs): {e}"),
+    }
+
+    // Its schema, before anything runs.
+    let (code, doc) = wop_json(
+        &[
             "run",
-            out.join("scaffold-e2e").to_str().unwrap(),
+            d,
             "scaffold-e2e.hello",
             "--input",
             r#"{"name":7}"#,
             "--json",
-            "--no-cache",
-        ])
-        .env("WOP_DATA_DIR", data.path())
+        ],
+        &data,
+    );
+    assert_eq!(code, Some(4), "{doc}");
+    assert_eq!(doc["outcome"]["error"]["code"], "validation_error");
+    assert_eq!(
+        doc["outcome"]["error"]["details"]["path"], "$.inputs.name",
+        "{doc}"
+    );
+
+    // wop pack: built as install builds it, then the protocol's archive.
+    let out = tmp.path().join("dist");
+    let o = Command::new(env!("CARGO_BIN_EXE_wop"))
+        .args(["pack", d, "--tgz", "--out", out.to_str().unwrap()])
+        .env("WOP_DATA_DIR", &data)
+        .env("WOP_CACHE_DIR", data.join("cache"))
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(4));
-    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(doc["outcome"]["error"]["code"], "validation_error");
+    let text = String::from_utf8_lossy(&o.stdout).into_owned() + &stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("built ") && text.contains("component sha256"),
+        "{text}"
+    );
+    let tgz = out.join("scaffold-e2e-0.1.0.tgz");
+    assert!(tgz.is_file(), "{text}");
+    let (code, doc) = wop_json(
+        &[
+            "run",
+            tgz.to_str().unwrap(),
+            "scaffold-e2e.hello",
+            "--input",
+            r#"{"name":"Bo"}"#,
+            "--json",
+        ],
+        &data,
+    );
+    assert_eq!(code, Some(0), "{doc}");
+    assert_eq!(doc["outcome"]["output"]["greeting"], "Hello, Bo!");
 }

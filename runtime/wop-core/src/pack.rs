@@ -419,7 +419,8 @@ pub fn read_module_sources(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, LoadErr
 }
 
 /// Largest schema file.
-const MAX_SCHEMA_BYTES: u64 = 1 << 20;
+/// Largest node schema file.
+pub const MAX_SCHEMA_BYTES: u64 = 1 << 20;
 
 /// Every node's schemas (`configSchemaRef`, `inputSchemaRef`) read from the
 /// pack in `dir` by the bounded no-follow reader and compiled, by type id.

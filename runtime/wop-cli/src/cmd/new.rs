@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 pub(crate) enum Lang {
     /// Rust with `wop-sdk` (sdk/rust).
     Rust,
-    /// JavaScript (QuickJS, sdk/js).
+    /// JavaScript in the protocol's pack format (index.mjs; `wop` builds it, no toolchain).
     Js,
     /// Python (componentize-py, sdk/python).
     Python,
@@ -144,7 +144,34 @@ impl File {
     }
 }
 
+/// The protocol's own JavaScript pack format (what the registry's packs
+/// are): no `x-wop`, no build step; `wop` builds the component itself.
+fn manifest_js(name: &str) -> Result<String, Failure> {
+    let doc = serde_json::json!({
+        "kind": "node",
+        "name": name,
+        "version": "0.1.0",
+        "description": "Greets inputs.name (default \"world\") and logs the greeting. (JavaScript pack scaffolded by `wop new`.)",
+        "license": "Apache-2.0",
+        "engines": { "openwop": ">=1.0.0" },
+        "runtime": { "language": "javascript", "format": "esm", "entry": "./index.mjs" },
+        "nodes": [{
+            "typeId": format!("{name}.hello"),
+            "version": "0.1.0",
+            "label": "Hello",
+            "category": "transform",
+            "role": "worker",
+            "description": "Greets inputs.name (default \"world\") and logs the greeting.",
+            "inputSchemaRef": "schemas/hello.input.json"
+        }]
+    });
+    Ok(serde_json::to_string_pretty(&doc)? + "\n")
+}
+
 fn manifest(lang: Lang, name: &str) -> Result<String, Failure> {
+    if lang == Lang::Js {
+        return manifest_js(name);
+    }
     let doc = serde_json::json!({
         "kind": "node",
         "name": name,
@@ -171,28 +198,41 @@ fn manifest(lang: Lang, name: &str) -> Result<String, Failure> {
 fn source(lang: Lang, name: &str) -> Vec<File> {
     let type_id = format!("{name}.hello");
     match lang {
-        Lang::Js => vec![File::new(
-            "pack.js",
-            format!(
-                r#"// `{type_id}`: greets `inputs.name` (default "world") and logs the
-// greeting at info level. SDK reference: sdk/js/README.md.
-import {{ NodeError, Outcome }} from "wop-sdk";
+        Lang::Js => vec![
+            File::new(
+                "index.mjs",
+                format!(
+                    r#"// `{type_id}`: greets `inputs.name` (default "world") and logs the
+// greeting. The protocol's JavaScript pack format: this file runs as it is
+// under `wop` (built into a sandboxed, metered component) and under the
+// protocol's reference engine. `ctx` reference: sdk/js/README.md.
 
-export function invoke(ctx, request) {{
-  const inputs = request.inputs;
-  if (inputs === null || typeof inputs !== "object" || Array.isArray(inputs)) {{
-    throw NodeError.validation("invalid inputs: expected an object");
-  }}
-  const name = inputs.name ?? "world";
-  if (typeof name !== "string") {{
-    throw NodeError.validation("invalid inputs: `name` must be a string");
-  }}
-  ctx.log.info("greeting", {{ name }});
-  return Outcome.completed({{ greeting: `Hello, ${{name}}!` }});
+export async function hello(ctx) {{
+  const name = ctx.inputs?.name ?? 'world';
+  ctx.log.info('greeting', {{ name }});
+  return {{ status: 'success', outputs: {{ greeting: `Hello, ${{name}}!` }} }};
 }}
+
+export const nodes = {{ '{type_id}': hello }};
+export default nodes;
 "#
+                ),
             ),
-        )],
+            File::new(
+                "schemas/hello.input.json",
+                r#"{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "title": "HelloInput",
+  "type": "object",
+  "properties": {
+    "name": { "type": "string", "minLength": 1, "maxLength": 200 }
+  },
+  "additionalProperties": false
+}
+"#
+                .to_owned(),
+            ),
+        ],
         Lang::Python => vec![File::new(
             "pack.py",
             format!(
@@ -395,6 +435,45 @@ exec "$repo/sdk/{lang}/build.sh" "$here" "$out"
     }
 }
 
+fn readme_js(name: &str) -> String {
+    format!(
+        r#"# {name}
+
+A JavaScript OpenWOP node pack in the protocol's own format, scaffolded by
+`wop new js {name}`. One node, `{name}.hello`, greets `inputs.name`
+(default "world") and logs the greeting. The same files run under `wop`
+(sandboxed and metered) and under the protocol's reference engine.
+
+- `pack.json` — the manifest (`runtime.language: javascript`, entry
+  `./index.mjs`); no build step and no `x-wop` block.
+- `index.mjs` — the nodes, `export const nodes = {{ '<typeId>': async (ctx) => … }}`.
+- `schemas/hello.input.json` — the node's input schema, checked by the host
+  before the node runs.
+
+## Run
+
+```sh
+wop run {name} {name}.hello --input '{{"name":"Ada"}}'
+# completed  output: {{"greeting":"Hello, Ada!"}}
+wop inspect {name}    # the capabilities its code can reach, before any grant
+```
+
+`wop` builds the pack into a WebAssembly component on first use (cached by
+build id). What the code may reach (`fetch`, `ctx.mcp`, host services,
+`ctx.secrets`) the operator grants in the policy (`[packs."{name}"]`).
+
+## Publish
+
+```sh
+wop sign {name} --key <your key>     # optional: a publisher signature
+wop pack {name} --tgz --out dist     # builds it as install will, then dist/{name}-0.1.0.tgz
+```
+
+Reference: the `wop` README, "The registry's JavaScript packs".
+"#
+    )
+}
+
 fn readme(lang: Lang, name: &str, repo: Option<&str>) -> String {
     let repo_txt = repo.unwrap_or("<your wop checkout>");
     let (files, toolchain, sdk_doc) = match lang {
@@ -469,6 +548,11 @@ fn files(lang: Lang, name: &str, repo: Option<&Path>) -> Result<Vec<File>, Failu
     };
     let mut out = vec![File::new("pack.json", manifest(lang, name)?)];
     out.extend(source(lang, name));
+    if lang == Lang::Js {
+        out.push(File::new("README.md", readme_js(name)));
+        out.push(File::new(".gitignore", "dist/\n".to_owned()));
+        return Ok(out);
+    }
     if lang == Lang::Rust {
         out.push(File::new("Cargo.toml", cargo_toml(name, repo)?));
     }
@@ -557,6 +641,14 @@ pub(crate) fn new(a: NewArgs) -> Result<u8, Failure> {
     );
     for f in &files {
         println!("  {}", f.path);
+    }
+    if a.lang == Lang::Js {
+        println!(
+            "next: wop run {} {}.hello --input '{{\"name\":\"Ada\"}}'",
+            dir.display(),
+            a.name
+        );
+        return Ok(0);
     }
     if repo.is_none() && a.lang != Lang::Rust {
         eprintln!(

@@ -1,5 +1,8 @@
 //! `wop pack`: assemble a runnable pack directory from a pack.json template
-//! and a built component (copies the component, fills in `x-wop.sha256`).
+//! and a built component (copies the component, fills in `x-wop.sha256`);
+//! or, for a JavaScript pack in the protocol's format, build its component
+//! exactly as `wop install` will (the source is the pack: nothing to copy).
+//! `--tgz` writes the protocol's archive.
 
 use crate::common::{Failure, exit, rejected, usage};
 use crate::output;
@@ -15,8 +18,9 @@ pub(crate) struct PackArgs {
     /// The pack's source directory, holding the pack.json template.
     pub(crate) src: PathBuf,
     /// The built component, e.g. target/wasm32-wasip2/release/my_pack.wasm.
-    /// Without it (and with `--tgz`), `src` is an assembled pack directory
-    /// to archive.
+    /// Without it, a JavaScript pack (`runtime.language: javascript`) is
+    /// built as install builds it; any other `src` is an assembled pack
+    /// directory to archive (with `--tgz`).
     #[arg(long)]
     pub(crate) wasm: Option<PathBuf>,
     /// Where to write the pack directory (it becomes <out>/<name>/) and
@@ -30,6 +34,13 @@ pub(crate) struct PackArgs {
 }
 
 pub(crate) async fn pack(a: PackArgs) -> Result<u8, Failure> {
+    if a.wasm.is_none() && is_javascript(&a.src)? {
+        let code = build_javascript(&a.src).await?;
+        if a.tgz && code == 0 {
+            return archive(&a.src, &a.out);
+        }
+        return Ok(code);
+    }
     let Some(wasm) = a.wasm.clone() else {
         if !a.tgz {
             return Err(usage(anyhow::anyhow!(
@@ -67,6 +78,36 @@ fn read_bounded(path: &std::path::Path, cap: u64) -> Result<Vec<u8>, Failure> {
             r.into_load_error("$", &path.display().to_string())
         ))
     })
+}
+
+/// Whether `src/pack.json` is a JavaScript pack (`runtime.language`).
+fn is_javascript(src: &std::path::Path) -> Result<bool, Failure> {
+    let text = read_bounded(
+        &src.join("pack.json"),
+        wop_core::packfile::MAX_MANIFEST_BYTES,
+    )?;
+    let v: Value = serde_json::from_slice(&text)
+        .with_context(|| format!("{}/pack.json is not valid JSON", src.display()))
+        .map_err(usage)?;
+    Ok(v["runtime"]["language"] == "javascript")
+}
+
+/// Builds a JavaScript pack's component the way `wop install` and `wop run`
+/// do (same engine, same cache), and shows what it can reach.
+async fn build_javascript(src: &std::path::Path) -> Result<u8, Failure> {
+    let rt = Runtime::new(&RuntimeConfig::new())?;
+    match crate::progress::compiling(src, rt.inspect_pack(src)).await {
+        Ok(insp) => {
+            println!("built {} (component sha256 {})", src.display(), insp.sha256);
+            output::print_inspection(&insp);
+            Ok(if insp.refusal.is_some() {
+                exit::PACK_REJECTED
+            } else {
+                0
+            })
+        }
+        Err(e) => Err(rejected(src, &e, false)),
+    }
 }
 
 fn name_of(src: &std::path::Path) -> Result<String, Failure> {
