@@ -824,3 +824,42 @@ mcp = ["everything"]
     assert!(m.contains("`other`"), "{m}");
     assert!(!v.to_string().contains("Echo: x"), "{v}");
 }
+
+#[test]
+fn a_corrupt_cached_build_is_built_again_not_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pack = js_pack(
+        tmp.path(),
+        &[(
+            "double",
+            "async (ctx) => ({ status: 'success', outputs: { n: ctx.inputs.n * 2 } })",
+        )],
+    );
+    let first = run(tmp.path(), &pack, "h.js.double", &json!({"n": 4}), &[]);
+    assert_eq!(first["outcome"]["output"], json!({"n": 8}), "{first}");
+    let js_cache = tmp.path().join("cache/js");
+    let files: Vec<PathBuf> = std::fs::read_dir(&js_cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "component"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let good = std::fs::read(&files[0]).unwrap();
+    // Torn (half the file), then flipped bytes: each time the pack is built
+    // again and runs; the cache file is whole again afterwards.
+    for bad in [good[..good.len() / 2].to_vec(), {
+        let mut b = good.clone();
+        let at = b.len() - 100;
+        b[at] ^= 0xff;
+        b
+    }] {
+        std::fs::write(&files[0], &bad).unwrap();
+        let v = run(tmp.path(), &pack, "h.js.double", &json!({"n": 5}), &[]);
+        assert_eq!(v["outcome"]["output"], json!({"n": 10}), "{v}");
+        assert_eq!(
+            std::fs::read(&files[0]).unwrap(),
+            good,
+            "the cache was rewritten whole"
+        );
+    }
+}

@@ -123,8 +123,8 @@ impl JsBuilds {
         if let Some(b) = self.memo.lock().ok().and_then(|m| m.get(id).cloned()) {
             return Ok(b);
         }
-        let file = self.dir.as_ref().map(|d| d.join(format!("{id}.wasm")));
-        let cached = file.as_ref().and_then(|f| std::fs::read(f).ok());
+        let file = self.dir.as_ref().map(|d| d.join(format!("{id}.component")));
+        let cached = file.as_deref().and_then(read_checked);
         let bytes = match cached {
             Some(b) => b,
             None => {
@@ -134,10 +134,7 @@ impl JsBuilds {
                     .map_err(build_error)?;
                 if let (Some(d), Some(f)) = (&self.dir, &file) {
                     // A cache that cannot be written costs a rebuild, nothing else.
-                    let tmp = f.with_extension(format!("tmp{}", std::process::id()));
-                    if std::fs::create_dir_all(d).is_ok() && std::fs::write(&tmp, &built).is_ok() {
-                        let _ = std::fs::rename(&tmp, f);
-                    }
+                    write_checked(d, f, &built);
                 }
                 built
             }
@@ -147,5 +144,30 @@ impl JsBuilds {
             m.insert(id.to_owned(), bytes.clone());
         }
         Ok(bytes)
+    }
+}
+
+/// A cached build: 32 bytes of sha256 over the component, then the
+/// component. `None` (and the file removed) when it is missing, torn or
+/// corrupt: the pack is built again instead of failing to load. (Trust is
+/// the compile cache's: the directory is the operator's.)
+fn read_checked(file: &Path) -> Option<Vec<u8>> {
+    let raw = std::fs::read(file).ok()?;
+    let ok = raw.len() > 32 && Sha256::digest(&raw[32..]).as_slice() == &raw[..32];
+    if !ok {
+        let _ = std::fs::remove_file(file);
+        return None;
+    }
+    Some(raw[32..].to_vec())
+}
+
+/// Writes `component` to `file` under `dir` as [`read_checked`] reads it,
+/// through a temporary file and a rename (never a torn file in place).
+fn write_checked(dir: &Path, file: &Path, component: &[u8]) {
+    let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+    let mut out = Sha256::digest(component).to_vec();
+    out.extend_from_slice(component);
+    if std::fs::create_dir_all(dir).is_ok() && std::fs::write(&tmp, &out).is_ok() {
+        let _ = std::fs::rename(&tmp, file);
     }
 }
