@@ -5,6 +5,12 @@
 //! figures that explain the gap (decision 0023): minor page faults per
 //! call, and the instantiate share.
 //!
+//! Rows: `rust` (the test-packs sample), `c`, `js` and `python` (the WIT
+//! SDK samples), and two JavaScript packs in the protocol's format that
+//! `wop` builds with its own engine (decision 0029): `registry-js`, the
+//! registry's demo `uppercase` from its real archive, and `new-js`, the
+//! hello that `wop new js` scaffolds.
+//!
 //! Columns:
 //! - `library`: `Runtime::invoke` timed by the caller (instantiate, run,
 //!   classify, report), effects and usage in memory;
@@ -84,7 +90,22 @@ fn langs(built: &Path, scratch: &Path) -> Result<Vec<Lang>> {
         out.push(lang(name, dir, &format!("wop.samples.{name}.hello"))?);
     }
     out.push(registry_js(scratch)?);
+    out.push(new_js(scratch)?);
     Ok(out)
+}
+
+/// What `wop new js` scaffolds (the protocol's format, built by `wop`
+/// into a component at load): the JavaScript hello a pack author writes.
+fn new_js(scratch: &Path) -> Result<Lang> {
+    let wop = fuel_benches::wop_next_to_exe()?;
+    let ok = std::process::Command::new(&wop)
+        .args(["new", "js", "hello-js", "--dir"])
+        .arg(scratch)
+        .stdout(std::process::Stdio::null())
+        .status()?
+        .success();
+    anyhow::ensure!(ok, "`{} new js` failed", wop.display());
+    lang("new-js", scratch.join("hello-js"), "hello-js.hello")
 }
 
 /// The registry's own JavaScript demo pack (`uppercase`), unpacked from

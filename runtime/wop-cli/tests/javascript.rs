@@ -255,8 +255,22 @@ fn a_javascript_pack_reaches_no_host_capability_it_was_not_granted() {
             ),
         ],
     );
+    // The service is mapped (so it exists in ctx), the capability is not granted.
+    let policy = tmp.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[tools]]\nid = \"acme:llm\"\nurl = \"https://llm.example/\"\nsafetyTier = \"read\"\n\n[packs.\"h.js\"]\nservices = { callAI = \"acme:llm\" }\n",
+    )
+    .unwrap();
+    let p = policy.display().to_string();
     for (n, cap) in [("service", "tools"), ("fetch", "http"), ("mcp", "mcp")] {
-        let v = run(tmp.path(), &pack, &format!("h.js.{n}"), &json!({}), &[]);
+        let v = run(
+            tmp.path(),
+            &pack,
+            &format!("h.js.{n}"),
+            &json!({}),
+            &["--policy", &p],
+        );
         failed_with(&v, "sandbox_capability_denied");
         assert_eq!(
             v["outcome"]["error"]["details"]["requestedCapability"], cap,
@@ -342,16 +356,9 @@ fn real_registry_packs_install_by_name_and_every_case_matches_node_through_run_a
     assert!(packs.len() >= 10, "{packs:?}");
 
     let tmp = tempfile::tempdir().unwrap();
-    let (_server, port) = serve(&fixtures());
-    let policy = registry_policy(tmp.path(), "[egress]\nallowLoopback = true\n");
-    let p = policy.display().to_string();
-    let registry = format!("http://127.0.0.1:{port}");
+    let (_registry, registry, p) = real_registry(tmp.path());
     for name in &packs {
-        let o = wop_in(
-            tmp.path(),
-            &["install", name, "--registry", &registry, "--policy", &p],
-        );
-        assert_eq!(o.status.code(), Some(0), "{name}: {}", text(&o));
+        install(tmp.path(), &registry, &p, name);
     }
 
     // Through `wop run`: the first case of each pack, and every case that
@@ -391,21 +398,7 @@ fn real_registry_packs_install_by_name_and_every_case_matches_node_through_run_a
     }
 
     // Through `wop serve`: every case without a resume value.
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wop"));
-    cmd.current_dir(tmp.path())
-        .env("WOP_CACHE_DIR", tmp.path().join("cache"))
-        .args(["serve", "--packs"])
-        .arg(tmp.path().join("packs"))
-        .args([
-            "--policy",
-            &p,
-            "--listen",
-            "127.0.0.1:0",
-            "--memory-store",
-            "--anonymous-loopback",
-        ])
-        .stderr(std::process::Stdio::null());
-    let (_child, addr, _out) = wop_testkit::spawn_serve(&mut cmd).unwrap();
+    let (_child, addr, _out) = serve_packs(tmp.path(), &p);
     let mut served = 0;
     for (i, c) in cases
         .iter()
@@ -436,8 +429,129 @@ fn real_registry_packs_install_by_name_and_every_case_matches_node_through_run_a
     assert!(served >= 200, "{served}");
 }
 
+/// The real registry's fixtures served on loopback, and a policy in `dir`
+/// that trusts its keys (loopback egress on): the server (stopped on
+/// drop), the registry's URL and the policy's path.
+fn real_registry(dir: &Path) -> (wop_testkit::ChildGuard, String, String) {
+    let (server, port) = serve(&fixtures());
+    let policy = registry_policy(dir, "[egress]\nallowLoopback = true\n");
+    (
+        server,
+        format!("http://127.0.0.1:{port}"),
+        policy.display().to_string(),
+    )
+}
+
+/// `wop install <name>` into `dir/packs`; the test fails unless it did.
+fn install(dir: &Path, registry: &str, policy: &str, name: &str) {
+    let o = wop_in(
+        dir,
+        &["install", name, "--registry", registry, "--policy", policy],
+    );
+    assert_eq!(o.status.code(), Some(0), "{name}: {}", text(&o));
+}
+
+/// `wop serve` of `dir/packs` on loopback (memory store, anonymous): the
+/// process (killed on drop), its address and its stdout (kept open).
+fn serve_packs(
+    dir: &Path,
+    policy: &str,
+) -> (
+    wop_testkit::ChildGuard,
+    std::net::SocketAddr,
+    impl std::io::BufRead,
+) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wop"));
+    cmd.current_dir(dir)
+        .env("WOP_CACHE_DIR", dir.join("cache"))
+        .args(["serve", "--packs"])
+        .arg(dir.join("packs"))
+        .args([
+            "--policy",
+            policy,
+            "--listen",
+            "127.0.0.1:0",
+            "--memory-store",
+            "--anonymous-loopback",
+        ])
+        .stderr(std::process::Stdio::null());
+    wop_testkit::spawn_serve(&mut cmd).unwrap()
+}
+
+/// The body of a served invocation's answer.
+fn served(addr: std::net::SocketAddr, body: &Value) -> Value {
+    let raw = common::post(addr, "/host/wop/invocations", &body.to_string());
+    let (_, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    serde_json::from_str(body).unwrap_or_else(|_| panic!("not JSON: {raw}"))
+}
+
 #[test]
-fn a_host_service_runs_as_the_tool_the_operator_mapped_and_an_unmapped_one_says_how_to_map_it() {
+fn ctx_trigger_data_is_the_invocations_own_through_run_and_serve() {
+    // core.openwop.triggers forwards ctx.triggerData; its input schema
+    // refuses every input, so the payload can only come with the
+    // invocation (`--trigger-data`, the invoke API's `triggerData`).
+    let tmp = tempfile::tempdir().unwrap();
+    let (_registry, registry, p) = real_registry(tmp.path());
+    install(tmp.path(), &registry, &p, "core.openwop.triggers");
+    let pack = tmp.path().join("packs/core.openwop.triggers");
+    let trigger = json!({"method": "PUT", "body": {"order": 7}});
+    let with = json!({"method": "PUT", "headers": {}, "query": {}, "body": {"order": 7}});
+    let without = json!({"method": "POST", "headers": {}, "query": {}, "body": null});
+    let config = json!({"path": "/hooks/orders"}).to_string();
+    let t = trigger.to_string();
+    let v = run(
+        tmp.path(),
+        &pack,
+        "core.trigger.webhook",
+        &json!({}),
+        &["--config", &config, "--trigger-data", &t, "--policy", &p],
+    );
+    assert_eq!(v["outcome"]["output"], with, "{v}");
+    let v = run(
+        tmp.path(),
+        &pack,
+        "core.trigger.webhook",
+        &json!({}),
+        &["--config", &config, "--policy", &p],
+    );
+    assert_eq!(v["outcome"]["output"], without, "{v}");
+    // Not JSON: a usage error that names the flag, nothing run.
+    let pack_s = pack.display().to_string();
+    let o = wop_in(
+        tmp.path(),
+        &[
+            "run",
+            &pack_s,
+            "core.trigger.webhook",
+            "--config",
+            &config,
+            "--trigger-data",
+            "{oops",
+            "--policy",
+            &p,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--trigger-data is not valid JSON"),
+        "{}",
+        text(&o)
+    );
+
+    let (_child, addr, _out) = serve_packs(tmp.path(), &p);
+    let body = json!({"typeId": "core.trigger.webhook", "inputs": {}, "config": {"path": "/hooks/orders"}});
+    let mut with_trigger = body.clone();
+    with_trigger["triggerData"] = trigger;
+    let v = served(addr, &with_trigger);
+    assert_eq!(v["output"], with, "{v}");
+    // The next invocation is a fresh instance: nothing of the last one's payload.
+    let v = served(addr, &body);
+    assert_eq!(v["output"], without, "{v}");
+}
+
+#[test]
+fn a_host_service_runs_as_the_tool_the_operator_mapped_and_an_unmapped_one_is_absent_as_on_a_reference_host()
+ {
     let tool = wop_testkit::Server::start_detached(wop_testkit::Mode::Ok);
     let tmp = tempfile::tempdir().unwrap();
     let pack = js_pack(
@@ -449,7 +563,11 @@ fn a_host_service_runs_as_the_tool_the_operator_mapped_and_an_unmapped_one_says_
             ),
             (
                 "db",
-                "async (ctx) => { try { await ctx.db.sql.query('select 1'); } catch (e) { return { status: 'error', error: { code: e.code, message: e.message } }; } }",
+                "async (ctx) => { await ctx.db.sql.query('select 1'); return { status: 'success', outputs: {} }; }",
+            ),
+            (
+                "detect",
+                "async (ctx) => ({ status: 'success', outputs: { callAI: typeof ctx.callAI, query: typeof ctx.db?.sql?.query, kanban: typeof ctx.kanban?.taskGet === 'function' } })",
             ),
         ],
     );
@@ -486,16 +604,50 @@ fn a_host_service_runs_as_the_tool_the_operator_mapped_and_an_unmapped_one_says_
         "{v}"
     );
 
-    // Unmapped: not_found, naming the policy line that would map it; the
-    // tool server never hears of it.
+    // Unmapped: absent from ctx, as on a reference host without it (the
+    // pack fails its own way, here reading `.sql` of undefined); the tool
+    // server never hears of it.
     let v = run(tmp.path(), &pack, "h.js.db", &json!({}), &["--policy", &p]);
-    let m = failed_with(&v, "not_found");
-    assert!(
-        m.contains("[packs.\"h.js\"]")
-            && m.contains("services = { \"db.sql.query\" = \"<tool id>\" }"),
-        "{m}"
-    );
+    let m = failed_with(&v, "node_error");
+    assert!(m.contains("sql"), "{m}");
     assert_eq!(tool.count(), 1);
+    // A pack that feature-detects takes its fallback instead.
+    let v = run(
+        tmp.path(),
+        &pack,
+        "h.js.detect",
+        &json!({}),
+        &["--policy", &p],
+    );
+    assert_eq!(
+        v["outcome"]["output"],
+        json!({"callAI": "function", "query": "undefined", "kanban": false}),
+        "{v}"
+    );
+    // `wop inspect` names every service the code uses, what it is mapped
+    // to, and the policy line that maps the rest.
+    let pack_s = pack.display().to_string();
+    let o = wop_in(tmp.path(), &["inspect", &pack_s, "--policy", &p, "--json"]);
+    let insp: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        insp["services"],
+        json!([
+            {"name": "callAI", "tool": "acme:llm"},
+            {"name": "db.sql.query", "tool": null},
+            {"name": "kanban.taskGet", "tool": null}
+        ]),
+        "{}",
+        text(&o)
+    );
+    let o = wop_in(tmp.path(), &["inspect", &pack_s, "--policy", &p]);
+    let t = text(&o);
+    assert!(
+        t.contains("db.sql.query") && t.contains("not mapped")
+            && t.contains(
+                "under [packs.\"h.js\"] in the policy, services = { \"db.sql.query\" = \"<tool id>\", \"kanban.taskGet\" = \"<tool id>\" }"
+            ),
+        "{t}"
+    );
 }
 
 #[test]

@@ -71,6 +71,13 @@ pub struct InvokeRequest {
     /// The resume value after a `suspended` outcome.
     #[serde(default)]
     pub resume: Option<Value>,
+    /// The run's trigger payload (the protocol's `ctx.triggerData`): what
+    /// started the run, captured once at its start, so every invocation
+    /// and replay of the run passes the same value. A JavaScript pack reads
+    /// it as `ctx.triggerData`; other packs may ask for it as the host
+    /// service `run.triggerData`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_data: Option<Value>,
     /// Run, node, tenant, attempt.
     #[serde(default)]
     pub context: RunContext,
@@ -102,6 +109,7 @@ impl InvokeRequest {
             inputs,
             config: empty_object(),
             resume: None,
+            trigger_data: None,
             context: RunContext::default(),
             principal: Principal::default(),
             budget: None,

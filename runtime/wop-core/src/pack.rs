@@ -55,6 +55,11 @@ pub struct Inspection {
     pub egress: EgressView,
     /// Why the pack would be refused, if it would be.
     pub refusal: Option<crate::error::NodeError>,
+    /// A JavaScript pack: the host services of the protocol's `ctx` its
+    /// code names (`callAI`, `db.sql.query`, …), each reachable only when
+    /// the operator maps it to a tool (`[packs.<name>] services`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<String>,
 }
 
 /// A pack's safe-fetch allow-list and the operator settings that shape it.

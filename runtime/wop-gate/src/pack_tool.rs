@@ -65,6 +65,8 @@ impl ToolProvider for PackTool {
             inputs: call.arguments,
             config: Value::Object(Default::default()),
             resume: None,
+            // A tool's node sees its own arguments, not the run's trigger.
+            trigger_data: None,
             context: ctx,
             principal: call.principal,
             // Same run: its ledger (budget, run clock) already exists.

@@ -16,9 +16,11 @@
 mod build;
 mod error;
 mod preview1;
+mod services;
 mod source;
 
 pub use error::JsBuildError;
+pub use services::{referenced_services, service_names};
 pub use source::{Identity, MAX_FILES, MAX_SOURCE_BYTES, Source, derived_capabilities};
 
 use sha2::{Digest, Sha256};

@@ -39,6 +39,8 @@ pub(crate) struct Run {
     pub bounds: Option<RunBounds>,
     pub principal: Principal,
     pub key: Option<String>,
+    /// The run's trigger payload (`ctx.triggerData`).
+    pub trigger_data: Option<Value>,
     /// What the idempotency digest covers.
     pub request: Value,
     /// The caller's W3C `traceparent` (a `traceparent` header, or MCP
@@ -170,6 +172,7 @@ async fn execute(
     let attempt = run.ctx.attempt.unwrap_or(1);
     let mut req = InvokeRequest::new(run.type_id.clone(), run.inputs);
     req.config = run.config;
+    req.trigger_data = run.trigger_data;
     req.context = RunContext {
         run_id: run_id.clone(),
         node_id: node_id.clone(),
@@ -238,6 +241,9 @@ struct InvokeBody {
     budget: Option<RunBudget>,
     #[serde(default)]
     bounds: Option<RunBounds>,
+    /// The run's trigger payload (`ctx.triggerData`).
+    #[serde(default)]
+    trigger_data: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -372,6 +378,7 @@ async fn post_inner(state: AppState, headers: HeaderMap, body: Body) -> Result<R
         bounds: b.bounds,
         principal,
         key,
+        trigger_data: b.trigger_data,
         request: raw,
         traceparent: headers
             .get("traceparent")

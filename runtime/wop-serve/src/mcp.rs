@@ -484,6 +484,8 @@ async fn call(state: &AppState, principal: &Principal, req: &Req<'_>) -> Respons
         bounds: None,
         principal: principal.clone(),
         key,
+        // The protocol's MCP `_meta` names no trigger payload.
+        trigger_data: None,
         // The digest covers what the caller asked for.
         request: json!({"name": name, "arguments": arguments}),
         traceparent: get("traceparent")

@@ -26,11 +26,13 @@ pub(crate) async fn inspect(a: InspectArgs) -> Result<u8, Failure> {
     let mcp = mcp_view(&insp, rt.policy());
     let trust = crate::cmd::trust::verdict_line(input.dir(), rt.policy());
     let secrets = crate::cmd::secrets_view::view(&insp, rt.policy());
+    let services = crate::cmd::services_view::view(&insp, rt.policy());
     if a.common.json {
         let mut v = serde_json::to_value(&insp)?;
         if let Some(o) = v.as_object_mut() {
             o.insert("mcp".to_owned(), mcp);
             o.insert("secrets".to_owned(), secrets);
+            o.insert("services".to_owned(), services);
             o.insert("trust".to_owned(), serde_json::Value::String(trust.clone()));
         }
         if let (Some(n), Some(o)) = (note, v.as_object_mut()) {
@@ -44,6 +46,7 @@ pub(crate) async fn inspect(a: InspectArgs) -> Result<u8, Failure> {
         output::print_inspection(&insp);
         print_mcp(&mcp);
         crate::cmd::secrets_view::print(&secrets);
+        crate::cmd::services_view::print(&services, &insp.manifest.name);
         println!("trust: {trust}");
         if let Some(n) = note {
             println!("note: {n}");

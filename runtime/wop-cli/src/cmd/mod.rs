@@ -11,6 +11,7 @@ pub(crate) mod pack_tgz;
 pub(crate) mod probe;
 pub(crate) mod run;
 pub(crate) mod secrets_view;
+pub(crate) mod services_view;
 pub(crate) mod tools;
 pub(crate) mod trust;
 pub(crate) mod usage;

@@ -22,6 +22,10 @@ pub(crate) struct RunArgs {
     /// Resume value after a suspended outcome: JSON or @file.
     #[arg(long)]
     pub(crate) resume: Option<String>,
+    /// The run's trigger payload (`ctx.triggerData` of a JavaScript pack):
+    /// JSON or @file.
+    #[arg(long)]
+    pub(crate) trigger_data: Option<String>,
     /// The run this invocation belongs to. Default: a new run each time
     /// (`run-<ms>-<pid>`, printed), so a second `wop run` performs its
     /// effects again. Name a run to continue it: its effects replay, its
@@ -99,6 +103,11 @@ pub(crate) async fn run(a: RunArgs) -> Result<u8, Failure> {
         .as_deref()
         .map(|r| json_arg("resume", r))
         .transpose()?;
+    let trigger_data = a
+        .trigger_data
+        .as_deref()
+        .map(|t| json_arg("trigger-data", t))
+        .transpose()?;
     let rt = runtime(&a.common)?;
     let input = crate::archive_input::open(&a.pack_dir, a.common.json)?;
     let pack = match crate::progress::compiling(&a.pack_dir, rt.load_pack(input.dir())).await {
@@ -125,6 +134,7 @@ pub(crate) async fn run(a: RunArgs) -> Result<u8, Failure> {
         inputs,
         config,
         resume,
+        trigger_data,
         context: RunContext {
             run_id,
             node_id: a.node_id,

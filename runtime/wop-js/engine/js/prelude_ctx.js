@@ -110,6 +110,17 @@
   }
   P.callTool = callTool;
 
+  /** The services the operator mapped for this pack (names), asked of the host once per invocation. */
+  function mappedServices() {
+    try {
+      const v = callTool('service:run.services', '[]', undefined);
+      return P.ArrayIsArray(v) ? v : [];
+    } catch (_) {
+      return [];
+    }
+  }
+  P.mappedServices = mappedServices;
+
   function serviceMethod(name) {
     const id = 'service:' + name;
     return function () {
@@ -122,9 +133,16 @@
     };
   }
 
-  /** Builds a fresh service tree (new objects per invocation: a pack cannot poison the next run). */
-  function buildServices(target) {
+  /**
+   * Builds the service tree of the services in `mapped` (the names the operator mapped to
+   * tools; the host's answer to `run.services`): a service nobody mapped is absent, as on a
+   * reference host without it, so a pack's `typeof ctx.x === 'function'` fallback runs.
+   */
+  function buildServices(target, mapped) {
+    const want = new P.Map();
+    for (let i = 0; i < mapped.length; i++) P.MapSet(want, P.StringCtor(mapped[i]), true);
     for (let i = 0; i < SERVICES.length; i++) {
+      if (!P.MapHas(want, SERVICES[i])) continue;
       const parts = PARTS[i];
       let obj = target;
       for (let j = 0; j < parts.length; j++) {
@@ -142,7 +160,7 @@
       }
     }
     // core.openwop.obs accepts either name.
-    P.put(target, 'obs', target.observability);
+    if (P.own(target, 'observability') !== undefined) P.put(target, 'obs', target.observability);
     // The host's SSRF-guarded safe-fetch is the global fetch (core.openwop.http prefers ctx.http.safeFetch).
     P.put(target, 'http', { safeFetch: P.fetch });
     return target;

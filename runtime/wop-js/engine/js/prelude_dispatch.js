@@ -21,6 +21,7 @@
   const native = P.native;
   const MAX_RESULT_CHARS = 16 * 1024 * 1024; // larger outputs are refused (invalid_node_result)
   let pack = null;
+  const HANDLERS = new P.Map();
 
   function isObj(v) { return v !== null && (typeof v === 'object' || typeof v === 'function'); }
 
@@ -194,36 +195,65 @@
 
   // Built once, at build time, into the snapshot: every invocation runs in
   // a fresh instance of that snapshot, so nothing a pack does to these
-  // objects outlives its own invocation, and no call pays to rebuild them
-  // (the ~170 service stubs alone cost millions of instructions per call).
-  const SHARED = P.buildServices({});
+  // objects outlives its own invocation, and no call pays to rebuild them.
+  // Host services: only those the operator mapped exist (built per call,
+  // usually none or a few; all ~170 stubs cost millions of instructions).
+  // Nothing mapped (the common case): no service stubs at all, only the
+  // host's safe-fetch under its protocol name.
+  const NO_SERVICES = P.buildServices({}, []);
   const SHARED_LOG = makeLog();
   const SHARED_SIGNAL = P.neverAbortSignal();
   const SHARED_SECRETS = P.buildSecrets();
   const SHARED_MCP = P.buildMcp();
 
-  function buildCtx(req, onSuspend, resumeInfo) {
-    const c = P.own(req, 'context') || {};
-    const inputs = isObj(P.own(req, 'inputs')) ? req.inputs : {};
-    const config = isObj(P.own(req, 'config')) ? req.config : {};
+  /**
+   * The request's own fields, copied (one native call each) into objects
+   * without a prototype: plain reads of them cannot see anything a pack put
+   * on Object.prototype, at a fraction of a `P.own` per field (~7k
+   * instructions each in QuickJS).
+   */
+  function ownFields(req) {
+    const rq = P.ObjectAssign(P.ObjectCreate(null), isObj(req) ? req : {});
+    const c = P.ObjectAssign(P.ObjectCreate(null), isObj(rq.context) ? rq.context : {});
+    return { rq, c };
+  }
+
+  function buildCtx(rq, c, onSuspend, resumeInfo, given) {
+    const mapped = given !== undefined ? given : P.mappedServices();
+    const services = mapped.length === 0 ? NO_SERVICES : P.buildServices({}, mapped);
+    const inputs = isObj(rq.inputs) ? rq.inputs : {};
+    const config = isObj(rq.config) ? rq.config : {};
     // triggerData: request.context.triggerData, else inputs.triggerData.
-    const td = P.own(c, 'triggerData');
+    const td = c.triggerData;
+    const trig = { done: false, value: undefined };
     // variables: seeded from context.variables / inputs.variables (an in-memory get/set map).
-    const vs = P.own(c, 'variables');
+    const vs = c.variables;
     // One object literal: spread and literal keys define own data
     // properties (no [[Set]], so no setter a pack put on Object.prototype
     // runs), in one native step each — per-key defineProperty cost ~10k
     // instructions a key, most of an invocation's cost.
     const ctx = {
-      ...SHARED,
+      ...services,
       inputs,
       config,
-      nodeId: P.own(c, 'nodeId'),
-      runId: P.own(c, 'runId'),
-      tenantId: P.own(c, 'tenantId'),
-      attempt: P.own(c, 'attempt'),
-      typeId: P.own(c, 'typeId'),
-      triggerData: td !== undefined ? td : P.own(inputs, 'triggerData'),
+      nodeId: c.nodeId,
+      runId: c.runId,
+      tenantId: c.tenantId,
+      attempt: c.attempt,
+      typeId: c.typeId,
+      // The run's trigger payload, asked of the host on first read (most
+      // nodes never read it): the invocation's triggerData, else the
+      // request's, else inputs.triggerData. Assignable, like a data property.
+      get triggerData() {
+        if (!trig.done) {
+          trig.done = true;
+          let v = null;
+          try { v = P.callTool('service:run.triggerData', '[]', undefined); } catch (_) { v = null; }
+          trig.value = v !== null && v !== undefined ? v : td !== undefined ? td : P.own(inputs, 'triggerData');
+        }
+        return trig.value;
+      },
+      set triggerData(v) { trig.done = true; trig.value = v; },
       variables: makeVariables(vs !== undefined ? vs : P.own(inputs, 'variables')),
       log: SHARED_LOG,
       emit: function emit(event, data) {
@@ -249,7 +279,7 @@
       mcp: SHARED_MCP,
     };
     const extra = ['userId', 'trustBoundary', 'workflowId'];
-    for (let i = 0; i < extra.length; i++) { const v = P.own(c, extra[i]); if (v !== undefined) P.put(ctx, extra[i], v); }
+    for (let i = 0; i < extra.length; i++) { const v = c[extra[i]]; if (v !== undefined) P.put(ctx, extra[i], v); }
     return ctx;
   }
 
@@ -273,15 +303,16 @@
         finish(errEnvelope('invalid_request', 'the request is not JSON: ' + safeMessage(e)));
         return out;
       }
-      const typeId = P.StringCtor(P.own(P.own(req, 'context'), 'typeId'));
-      const h = lookupIn(typeId);
+      const { rq, c } = ownFields(req);
+      const typeId = P.StringCtor(c.typeId);
+      const h = P.MapHas(HANDLERS, typeId) ? P.MapGet(HANDLERS, typeId) : lookupIn(typeId);
       if (h === null) {
         finish(errEnvelope('node_type_not_found', 'this pack exports no handler for node type "' + typeId + '"'));
         return out;
       }
-      const resume = P.own(req, 'resume');
+      const resume = rq.resume;
       const resumeInfo = { available: resume !== undefined && resume !== null, returned: false, value: resume };
-      const ctx = buildCtx(req, (v) => finish(okEnvelope('suspended', v)), resumeInfo);
+      const ctx = buildCtx(rq, c, (v) => finish(okEnvelope('suspended', v)), resumeInfo);
       let r;
       try {
         r = h.raw ? P.ReflectApply(h.fn, undefined, [ctx.inputs, ctx]) : P.ReflectApply(h.fn, undefined, [ctx]);
@@ -314,8 +345,34 @@
   function setPack(ns) {
     if (pack !== null) throw new P.Error('setPack: already set');
     pack = ns;
+    warm();
   }
-  function hasHandler(typeId) { return lookupIn(P.StringCtor(typeId)) !== null; }
+
+  // Object shapes are shared while an object of that shape is alive:
+  // building one request and one ctx at build time, and keeping them in
+  // the snapshot, lets every invocation's JSON.parse and ctx literal reuse
+  // those shapes instead of creating ~30 new ones. Nothing here reaches
+  // the host (no service is asked for: `mapped` is given).
+  const WARM = [];
+  function warm() {
+    const req = P.JSONParse('{"context":{"runId":"","nodeId":"","tenantId":"","attempt":1,"typeId":""},"inputs":{},"config":{},"resume":null}');
+    const resumeInfo = { available: false, returned: false, value: null };
+    P.append(WARM, req);
+    P.append(WARM, resumeInfo);
+    const { rq, c } = ownFields(req);
+    P.append(WARM, rq);
+    P.append(WARM, c);
+    P.append(WARM, buildCtx(rq, c, () => {}, resumeInfo, []));
+  }
+  // The build checks every manifest node through here (engine init.rs), so
+  // the snapshot holds each declared node's handler: a call finds it with
+  // one Map lookup instead of walking the exports (~70k instructions).
+  function hasHandler(typeId) {
+    const id = P.StringCtor(typeId);
+    const h = lookupIn(id);
+    if (h !== null) P.MapSet(HANDLERS, id, h);
+    return h !== null;
+  }
   function advanceTimers() { return P.timers.advance(); }
 
   native.setPack = setPack;

@@ -32,6 +32,7 @@
     JSONParse: JSON.parse,
     ObjectKeys: Object.keys,
     ObjectCreate: Object.create,
+    ObjectAssign: Object.assign,
     ObjectFreeze: Object.freeze,
     ObjectDefineProperty: Object.defineProperty,
     ObjectGetPrototypeOf: Object.getPrototypeOf,

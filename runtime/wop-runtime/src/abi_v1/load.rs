@@ -71,6 +71,7 @@ fn inspection(path: &Path, p: &Prepared, manifest: Manifest) -> Inspection {
         filesystem: None,
         egress: p.res.egress.clone(),
         refusal: None,
+        services: Vec::new(),
     }
 }
 

@@ -14,7 +14,9 @@ use wop_gate::{CallSite, GateSession, MeterSite};
 /// What to call on the fresh instance.
 pub(crate) enum Call {
     Describe,
-    Invoke(node::Request),
+    /// The request, and the run's trigger payload as JSON text (answered
+    /// to the host service `run.triggerData`).
+    Invoke(node::Request, Option<String>),
 }
 
 pub(crate) enum Returned {
@@ -69,12 +71,17 @@ pub(crate) async fn execute(
     session.set_mcp(reach.mcp.clone());
     let mut table = wasmtime::component::ResourceTable::new();
     table.set_max_capacity(usize::try_from(env.limits.resource_entries).unwrap_or(usize::MAX));
+    let (call, trigger_data) = match call {
+        Call::Invoke(req, trigger) => (Call::Invoke(req, None), trigger),
+        Call::Describe => (Call::Describe, None),
+    };
     let state = HostState {
         sb,
         wasi,
         table,
         session,
         services: reach.services.clone(),
+        trigger_data,
     };
     let mut armed = match sandbox::arm(pre.engine(), state, env, "invalid-abi") {
         Ok(a) => a,
@@ -88,7 +95,7 @@ pub(crate) async fn execute(
         let n = pack.openwop_node_pack_node();
         match call {
             Call::Describe => n.call_describe(&mut *store).await.map(Returned::Describe),
-            Call::Invoke(req) => n.call_invoke(&mut *store, &req).await.map(Returned::Invoke),
+            Call::Invoke(req, _) => n.call_invoke(&mut *store, &req).await.map(Returned::Invoke),
         }
     };
     let outcome = tokio::time::timeout(deadline, run).await;

@@ -54,6 +54,15 @@ fn prepare(
     Ok((identity, source))
 }
 
+/// A JavaScript pack's component, ready to compile.
+pub(crate) struct JsComponent {
+    pub wasm: Vec<u8>,
+    /// Lowercase hex sha256 of `wasm`.
+    pub sha256: String,
+    /// The host services its code names ([`wop_js::referenced_services`]).
+    pub services: Vec<String>,
+}
+
 /// What building a JavaScript pack produced (for `pack-lock.json`).
 #[derive(Debug, Clone)]
 pub struct JsBuild {
@@ -105,13 +114,21 @@ impl JsBuilds {
         &self,
         dir: &Path,
         manifest: &mut Manifest,
-    ) -> Result<(Vec<u8>, String), LoadError> {
+    ) -> Result<JsComponent, LoadError> {
         let (identity, source) = prepare(dir, manifest)?;
         derive(manifest, &source);
+        let services = wop_js::referenced_services(&source)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
         let id = wop_js::build_id(&identity, &source);
         let bytes = self.get_or_build(&id, identity, source).await?;
-        let sha = hex::encode(Sha256::digest(bytes.as_slice()));
-        Ok((bytes.as_ref().clone(), sha))
+        let sha256 = hex::encode(Sha256::digest(bytes.as_slice()));
+        Ok(JsComponent {
+            wasm: bytes.as_ref().clone(),
+            sha256,
+            services,
+        })
     }
 
     async fn get_or_build(

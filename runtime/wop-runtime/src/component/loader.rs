@@ -94,8 +94,10 @@ impl Components {
         let (mut manifest, mut wasm, mut sha) = wop_core::pack::read_pack_trusted(dir, policy)?;
         require_component(&manifest)?;
         let javascript = manifest.runtime.language == Language::Javascript;
+        let mut services = Vec::new();
         if javascript {
-            (wasm, sha) = self.js.component(dir, &mut manifest).await?;
+            let built = self.js.component(dir, &mut manifest).await?;
+            (wasm, sha, services) = (built.wasm, built.sha256, built.services);
         }
         let component = self.compile(policy, &sha, wasm).await?;
         let r = resolve(policy, &manifest);
@@ -124,6 +126,7 @@ impl Components {
                 filesystem: r.filesystem,
                 egress: r.egress,
                 refusal: refusal.map(|e| e.to_node_error()),
+                services,
             },
             component,
         ))

@@ -105,7 +105,9 @@ impl ComponentPack {
             config: req.config.to_string(),
             resume: req.resume.as_ref().map(|v| v.to_string()),
         };
-        let exec = execute(&self.pre, &self.reach, env, Call::Invoke(wit_req)).await;
+        let trigger = req.trigger_data.as_ref().map(|v| v.to_string());
+        let call = Call::Invoke(wit_req, trigger);
+        let exec = execute(&self.pre, &self.reach, env, call).await;
         exec.report(env, |r| match r {
             Returned::Invoke(r) => Ok((execute::pack_return(r), true)),
             Returned::Describe(_) => Err(NodeError::runtime(

@@ -14,18 +14,40 @@ pub(crate) const PREFIX: &str = "service:";
 /// it with an opaque handle (`wop_core::secrets::handle`).
 pub(crate) const SECRETS_RESOLVE: &str = "service:secrets.resolve";
 
+/// `ctx.triggerData`: not mapped to a tool; the host answers with the
+/// run's trigger payload from the invocation (`null` when it has none).
+pub(crate) const RUN_TRIGGER_DATA: &str = "service:run.triggerData";
+
+/// Which services exist in this pack's `ctx`: the host answers with the
+/// JSON array of the mapped names, so an unmapped service is absent (as on
+/// a reference host without it) and a pack's feature detection works.
+pub(crate) const RUN_SERVICES: &str = "service:run.services";
+
 /// One pack's service → tool table.
 #[derive(Debug, Default)]
 pub(crate) struct Services {
     pack: String,
     map: BTreeMap<String, String>,
+    /// The mapped names as a JSON array (the answer to `run.services`).
+    names: String,
 }
 
 impl Services {
     pub(crate) fn new(pack: &str, map: BTreeMap<String, String>) -> Self {
+        let names = serde_json::Value::from(map.keys().cloned().collect::<Vec<_>>()).to_string();
         Self {
             pack: pack.to_owned(),
             map,
+            names,
+        }
+    }
+
+    /// The mapped service names, as a JSON array.
+    pub(crate) fn names_json(&self) -> &str {
+        if self.names.is_empty() {
+            "[]"
+        } else {
+            &self.names
         }
     }
 

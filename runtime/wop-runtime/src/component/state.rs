@@ -18,6 +18,8 @@ pub(crate) struct HostState {
     pub session: GateSession,
     /// A JavaScript pack's host services, as mapped to tools.
     pub services: std::sync::Arc<super::services::Services>,
+    /// The run's trigger payload (JSON text), for `run.triggerData`.
+    pub trigger_data: Option<String>,
 }
 
 impl SandboxState for HostState {

@@ -30,7 +30,11 @@ function ok(name, cond, info) {
 }
 
 /* ---- a sandbox: fresh context + mock natives + prelude ---- */
-function makeSandbox({ toolCall, fetch, mcp } = {}) {
+// Every host service name the prelude knows (its SERVICES list).
+const ALL_SERVICES = [...fs.readFileSync(path.join(JS, 'prelude_ctx.js'), 'utf8').match(/const SERVICES = \[([\s\S]*?)\];/)[1].matchAll(/'([^']+)'/g)].map((m) => m[1]);
+
+// `services`: the names the operator mapped (the host's answer to run.services); none by default.
+function makeSandbox({ toolCall, fetch, mcp, hostTrigger, services = [] } = {}) {
   const context = vm.createContext({});
   const U8 = vm.runInContext('Uint8Array', context);
   const toCtx = (buf) => { const u = new U8(buf.length); u.set(buf); return u; };
@@ -40,7 +44,11 @@ function makeSandbox({ toolCall, fetch, mcp } = {}) {
     log: (level, message, fields) => { logs.push({ level, message, fields }); },
     nowMs: () => Date.now(),
     randomBytes: (n) => toCtx(nodeCrypto.randomBytes(n)),
-    toolCall: (id, args, idem) => { calls.push({ id, args, idem }); return toolCall ? toolCall(id, args, idem) : { err: { kind: 'not-found', code: 'no_such_tool', message: 'no tool ' + id } }; },
+    toolCall: (id, args, idem) => {
+      // The invocation's own trigger payload (the host answers null when it has none).
+      if (id === 'service:run.triggerData') return { ok: JSON.stringify(hostTrigger ?? null) };
+      if (id === 'service:run.services') return { ok: JSON.stringify(services) };
+      calls.push({ id, args, idem }); return toolCall ? toolCall(id, args, idem) : { err: { kind: 'not-found', code: 'no_such_tool', message: 'no tool ' + id } }; },
     fetch: (method, url, headers, body, idem) => { calls.push({ fetch: true, method, url, headers, body: body && Buffer.from(body).toString(), idem }); return fetch ? fetch(method, url, headers, body, idem, toCtx) : { err: { code: 'egress_denied', message: 'no egress in tests' } }; },
     mcp: (op, serverId, a1, a2, idem) => { calls.push({ mcp: op, serverId, a1, a2 }); return mcp ? mcp(op, serverId, a1, a2) : { err: { code: 'mcp_unavailable', message: 'no mcp' } }; },
     digest: (alg, data) => toCtx(nodeCrypto.createHash(alg).update(Buffer.from(data)).digest()),
@@ -164,6 +172,8 @@ export const nodes = {
   'x.suspend': async (ctx) => { const r = await ctx.suspend({ kind: 'approval', prompt: 'ok?' }); return { status: 'success', outputs: { got: r } }; },
   'x.wait': async (ctx) => ctx.suspend({ kind: 'duration', seconds: 5 }),
   'x.log': async (ctx) => { ctx.log('warn', 'w', { a: 1 }); ctx.log('plain'); ctx.log.error('e', { b: 2 }); console.info('c', { d: 3 }); await ctx.emit({ type: 'node.progress', data: 1 }); ctx.emit('custom', { x: 1 }); return { status: 'success', outputs: {} }; },
+  'x.feat': async (ctx) => ({ status: 'success', outputs: { callAI: typeof ctx.callAI, emb: typeof ctx.callAI?.embeddings, safeFetch: typeof ctx.http?.safeFetch, db: 'db' in ctx, obs: typeof ctx.obs } }),
+  'x.trigset': async (ctx) => { ctx.triggerData = { z: 1 }; return { status: 'success', outputs: { t: ctx.triggerData } }; },
   'x.vars': async (ctx) => { const before = ctx.variables.get('a'); ctx.variables.set('b', 2); return { status: 'success', outputs: { before, b: ctx.variables.get('b'), trig: ctx.triggerData ?? null } }; },
   'x.service': async (ctx) => { const r = await ctx.db.sql.query({ sql: 'select 1' }); const ai = await ctx.callAI({ prompt: 'hi' }); const s = await ctx.secrets.resolve({ ref: 'secret://x' }); return { status: 'success', outputs: { r, ai, s } }; },
   'x.serviceErr': async (ctx) => { await ctx.kanban.taskGet({ id: 1 }); },
@@ -228,7 +238,7 @@ export default nodes;
     if (method === 'POST' && url.endsWith('/items?q=1')) return { status: 201, headers: [['content-type', 'application/json']], body: toCtx(Buffer.from(JSON.stringify({ echo: Buffer.from(body).toString(), h: headers, idem: idem === undefined ? null : idem }))) };
     return { status: 200, headers: [['content-type', 'text/plain']], body: toCtx(Buffer.from(method + ' ' + url + ' ' + (headers.find((h) => h[0] === 'content-type') || [])[1] + ' ' + Buffer.from(body || []).toString().replace(/WopFormBoundary[0-9a-f]+/g, 'B'))) };
   };
-  const sb = makeSandbox({ toolCall: toolMock, mcp: mcpMock, fetch: fetchMock });
+  const sb = makeSandbox({ toolCall: toolMock, mcp: mcpMock, fetch: fetchMock, services: ALL_SERVICES });
   await sb.loadPack(SYNTH, 'synth.mjs');
   const D = async (t, inputs, config, resume) => { const r = await sb.dispatch(req(t, inputs, config, resume)); return typeof r === 'string' ? r : JSON.stringify(r); };
   const J = (s) => { try { return JSON.parse(s); } catch { return { unparsable: s }; } };
@@ -262,6 +272,20 @@ export default nodes;
   ok('ctx.log / ctx.log.<level> / console / emit → host log', r.ok && lv === '2:w:{"a":1}|1:plain|3:e:{"b":2}|1:c {"d":3}|1:emit:{"event":"node.progress","data":{"type":"node.progress","data":1}}|1:emit:{"event":"custom","data":{"x":1}}', lv);
   r = J(await sb.dispatch({ ...req('x.vars', { variables: { a: 1 }, triggerData: { t: 1 } }) }));
   ok('ctx.variables seeded from inputs.variables; triggerData', r.ok?.completed?.before === 1 && r.ok.completed.b === 2 && r.ok.completed.trig?.t === 1, JSON.stringify(r));
+  {
+    const sbT = makeSandbox({ hostTrigger: { t: 2 } });
+    await sbT.loadPack(SYNTH, 'synth.mjs');
+    r = J(await sbT.dispatch(req('x.vars', { triggerData: { t: 1 } })));
+    ok("ctx.triggerData: the invocation's payload (from the host) before inputs.triggerData", r.ok?.completed?.trig?.t === 2, JSON.stringify(r));
+    r = J(await sbT.dispatch(req('x.trigset')));
+    ok('ctx.triggerData is assignable like a data property', r.ok?.completed?.t?.z === 1, JSON.stringify(r));
+    r = J(await sbT.dispatch(req('x.feat')));
+    ok('nothing mapped: no host service in ctx (feature detection sees none), safe-fetch still there', JSON.stringify(r.ok?.completed) === '{"callAI":"undefined","emb":"undefined","safeFetch":"function","db":false,"obs":"undefined"}', JSON.stringify(r));
+    const sbM = makeSandbox({ services: ['callAI.embeddings', 'observability.metric', 'not.a.service'] });
+    await sbM.loadPack(SYNTH, 'synth.mjs');
+    r = J(await sbM.dispatch(req('x.feat')));
+    ok('only the mapped services exist in ctx', JSON.stringify(r.ok?.completed) === '{"callAI":"object","emb":"function","safeFetch":"function","db":false,"obs":"object"}', JSON.stringify(r));
+  }
   sb.calls.length = 0;
   r = J(await D('x.service'));
   ok('host services → toolCall("service:<name>", [args])', r.ok?.completed?.r?.id === 'service:db.sql.query' && JSON.stringify(r.ok.completed.r.args) === '[{"sql":"select 1"}]' && r.ok.completed.ai.id === 'service:callAI' && r.ok.completed.s.handle === 'h-123', JSON.stringify(r));
@@ -348,7 +372,7 @@ console.log('hardening:');
       'x.svc': async (ctx) => { const r = await ctx.db.sql.query({ q: 1 }); return { status: 'success', outputs: r }; },
       'x.timer': async () => { await new Promise((r) => setTimeout(r, 10)); return { status: 'success', outputs: { t: 1 } }; },
     };`;
-  const sb2 = makeSandbox({ toolCall: (id, a) => ({ ok: '{"got":' + a + '}' }) });
+  const sb2 = makeSandbox({ toolCall: (id, a) => ({ ok: '{"got":' + a + '}' }), services: ['db.sql.query'] });
   await sb2.loadPack(TAMPER, 'tamper.mjs');
   const outerParse = JSON.parse;
   const d = async (t) => { const v = await sb2.dispatch(req(t)); return typeof v === 'string' ? v : JSON.stringify(v); };

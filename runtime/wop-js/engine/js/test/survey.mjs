@@ -58,7 +58,9 @@ function makeSandbox() {
     log: () => {},
     nowMs: () => Date.now(),
     randomBytes: (n) => toCtx(nodeCrypto.randomBytes(n)),
-    toolCall: (id) => (record({ tool: id }) ? { ok: '{}' } : stop),
+    // run.triggerData is the invocation's own data (no host service): none here.
+    // Every service is mapped here (the survey records which a node reaches).
+    toolCall: (id) => (id === 'service:run.triggerData' ? { ok: 'null' } : id === 'service:run.services' ? { ok: JSON.stringify(SERVICES) } : record({ tool: id }) ? { ok: '{}' } : stop),
     fetch: (method, url) => (record({ fetch: method + ' ' + url }) ? { status: 200, headers: [['content-type', 'application/json']], body: toCtx(Buffer.from('{}')) } : stop),
     mcp: (op) => (record({ mcp: op }) ? { ok: '{}' } : stop),
     digest: (alg, data) => toCtx(nodeCrypto.createHash(alg).update(Buffer.from(data)).digest()),

@@ -46,6 +46,23 @@ impl Host for HostState {
             let r = self.session.resolve_secret(&args);
             return Ok(r.map(|v| v.to_string()).map_err(to_wit));
         }
+        if tool_id == services::RUN_SERVICES {
+            // Not a tool: which host services this pack's ctx has.
+            self.sb.enter("run", None, size, Loop::Outside)?;
+            let names = self.services.names_json().to_owned();
+            self.sb.charge(names.len());
+            return Ok(Ok(names));
+        }
+        if tool_id == services::RUN_TRIGGER_DATA {
+            // Not a tool: the invocation's own data, no capability.
+            self.sb.enter("run", None, size, Loop::Outside)?;
+            let data = self
+                .trigger_data
+                .clone()
+                .unwrap_or_else(|| "null".to_owned());
+            self.sb.charge(data.len());
+            return Ok(Ok(data));
+        }
         self.sb
             .enter("tools", Some(Capability::Tools), size, Loop::Round)?;
         // The gate session refuses an over-long tool id before it is
