@@ -97,6 +97,37 @@ fn the_demo_pack_installs_by_name_from_the_real_registry_and_its_node_runs() {
         serde_json::from_slice(&std::fs::read(again.path().join("pack-lock.json")).unwrap())
             .unwrap();
     assert_eq!(lock2["packs"][0]["component"], *c);
+
+    // A lock that pins another component for the same archive and engine:
+    // the reinstall is refused and the installed pack stays as it was.
+    let mut forged = lock2.clone();
+    forged["packs"][0]["component"]["sha256"] = json!("0".repeat(64));
+    let lock_path = again.path().join("pack-lock.json");
+    std::fs::write(&lock_path, serde_json::to_vec_pretty(&forged).unwrap()).unwrap();
+    let installed = again
+        .path()
+        .join("packs/community.openwop-team.demo/index.mjs");
+    let before = std::fs::metadata(&installed).unwrap().modified().unwrap();
+    let o = wop_in(
+        again.path(),
+        &[
+            "install",
+            "--registry",
+            &registry,
+            "--policy",
+            &policy2.display().to_string(),
+        ],
+    );
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(t.contains("pack_integrity_mismatch"), "{t}");
+    assert!(t.contains("the build differs from the locked one"), "{t}");
+    assert_eq!(
+        std::fs::metadata(&installed).unwrap().modified().unwrap(),
+        before
+    );
+    let kept: Value = serde_json::from_slice(&std::fs::read(&lock_path).unwrap()).unwrap();
+    assert_eq!(kept, forged, "the lock is not rewritten");
 }
 
 /// A JavaScript pack of our own in `dir/name`: `nodes` maps a short name to

@@ -148,7 +148,7 @@ pub(crate) async fn install(a: InstallArgs) -> Result<u8, Failure> {
             };
             online(&a, &policy, reg, &w.name, pin.as_deref(), locked.as_ref()).await?
         };
-        let (installed, verdict, component) = place(&a, &policy, &w.name, &got)?;
+        let (installed, verdict, component) = place(&a, &policy, &w.name, &got, locked.as_ref())?;
         println!(
             "installed {}@{} -> {} ({}; {verdict})",
             w.name,
@@ -222,6 +222,30 @@ fn check_lock(
         ));
     }
     Ok(())
+}
+
+/// The same archive built by the same engine must give the component the
+/// lock recorded: a different one means the build is not what was
+/// reviewed (or not reproducible), and nothing is installed. Another
+/// engine (a newer `wop`) builds other bytes and records them.
+fn check_build(
+    locked: Option<&lock::Locked>,
+    version: &str,
+    built: &lock::LockedComponent,
+) -> Result<(), Failure> {
+    let Some(l) = locked.filter(|l| l.version == version) else {
+        return Ok(());
+    };
+    match &l.component {
+        Some(c) if c.engine == built.engine && c.sha256 != built.sha256 => Err(refused(
+            ErrorCode::PackIntegrityMismatch,
+            format!(
+                "{}@{version} built into component sha256 {} with {}, but pack-lock.json pins {} for the same engine; the build differs from the locked one (report it; reinstall without the lock entry to accept the new build)",
+                l.name, built.sha256, built.engine, c.sha256
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn offline(
@@ -376,6 +400,7 @@ fn place(
     policy: &Policy,
     name: &str,
     got: &Got,
+    locked: Option<&lock::Locked>,
 ) -> Result<
     (
         PathBuf,
@@ -455,11 +480,13 @@ fn place(
     let component = if manifest.runtime.language == wop_core::manifest::Language::Javascript {
         let built = wop_runtime::build_javascript_pack(staging.path(), &manifest)
             .map_err(|e| refused(e.code(), e))?;
-        Some(lock::LockedComponent {
+        let component = lock::LockedComponent {
             sha256: built.sha256,
             build_id: built.build_id,
             engine: format!("wop-js/{}", built.engine_sha256),
-        })
+        };
+        check_build(locked, &got.version, &component)?;
+        Some(component)
     } else {
         None
     };
