@@ -642,6 +642,16 @@ fn a_host_service_runs_as_the_tool_the_operator_mapped_and_an_unmapped_one_is_ab
     let m = failed_with(&v, "node_error");
     assert!(m.contains("sql"), "{m}");
     assert_eq!(tool.count(), 1);
+    // `wop run` says which services the code names that are not mapped.
+    let pack_s = pack.display().to_string();
+    let o = wop_in(tmp.path(), &["run", &pack_s, "h.js.db", "--policy", &p]);
+    let t = text(&o);
+    assert!(
+        t.contains("hint: this pack's code names host services that are not mapped")
+            && t.contains("db.sql.query, kanban.taskGet")
+            && !t.contains("\"callAI\" = "),
+        "{t}"
+    );
     // A pack that feature-detects takes its fallback instead.
     let v = run(
         tmp.path(),
@@ -657,7 +667,6 @@ fn a_host_service_runs_as_the_tool_the_operator_mapped_and_an_unmapped_one_is_ab
     );
     // `wop inspect` names every service the code uses, what it is mapped
     // to, and the policy line that maps the rest.
-    let pack_s = pack.display().to_string();
     let o = wop_in(tmp.path(), &["inspect", &pack_s, "--policy", &p, "--json"]);
     let insp: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
     assert_eq!(

@@ -25,6 +25,9 @@ pub struct PackSummary {
     pub capabilities: BTreeSet<Capability>,
     /// Effective limits.
     pub limits: Limits,
+    /// A JavaScript pack: the host services its code names
+    /// ([`wop_core::pack::Inspection::services`]).
+    pub services: Vec<String>,
 }
 
 impl PackSummary {
@@ -37,6 +40,7 @@ impl PackSummary {
             type_ids: m.nodes.iter().map(|n| n.type_id.clone()).collect(),
             capabilities: i.effective.clone(),
             limits: i.limits,
+            services: i.services.clone(),
         }
     }
 }

@@ -158,9 +158,41 @@ pub(crate) async fn run(a: RunArgs) -> Result<u8, Failure> {
     } else {
         output::print_report(&report);
     }
+    if report.outcome.is_err() {
+        unmapped_hint(&pack, rt.policy());
+    }
     Ok(if report.outcome.is_ok() {
         0
     } else {
         exit::NODE_FAILED
     })
+}
+
+/// After a failed node of a JavaScript pack whose code names host services
+/// the operator did not map (absent from its `ctx`, so the pack may have
+/// failed reaching one): which, and the policy line that maps them.
+fn unmapped_hint(pack: &wop_runtime::PackSummary, policy: &wop_runtime::Policy) {
+    let mapped = policy.grant(&pack.name).services;
+    let unmapped: Vec<&String> = pack
+        .services
+        .iter()
+        .filter(|s| !mapped.contains_key(*s))
+        .collect();
+    if unmapped.is_empty() {
+        return;
+    }
+    let line: Vec<String> = unmapped
+        .iter()
+        .map(|s| format!("\"{s}\" = \"<tool id>\""))
+        .collect();
+    eprintln!(
+        "hint: this pack's code names host services that are not mapped, so they are absent from its ctx: {}; to provide them, under [packs.\"{}\"] in the policy: services = {{ {} }} (and capabilities = [\"tools\"])",
+        unmapped
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        pack.name,
+        line.join(", ")
+    );
 }
