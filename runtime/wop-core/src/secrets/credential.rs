@@ -99,6 +99,8 @@ pub struct Credential {
     expires_at_ms: Option<u64>,
     header_value: Zeroizing<String>,
     needles: Vec<Zeroizing<Vec<u8>>>,
+    /// What a redacted occurrence reads as ([`marker_for`]).
+    marker: String,
 }
 
 impl std::fmt::Debug for Credential {
@@ -170,6 +172,7 @@ impl Credential {
         }
         // Longest first, so a longer form is replaced before a piece of it.
         needles.sort_by_key(|n| std::cmp::Reverse(n.len()));
+        let marker = marker_for(id, &needles);
         Ok(Credential {
             id: id.to_owned(),
             issuer: spec.issuer.clone().unwrap_or_else(|| "host".to_owned()),
@@ -181,6 +184,7 @@ impl Credential {
             expires_at_ms,
             header_value,
             needles,
+            marker,
         })
     }
 
@@ -258,10 +262,27 @@ impl Credential {
         self.needles.iter().map(|n| n.as_slice())
     }
 
-    /// What a redacted occurrence reads as.
-    pub fn marker(&self) -> String {
-        format!("[redacted:{}]", self.id)
+    /// What a redacted occurrence reads as: `[redacted:<id>]`.
+    pub fn marker(&self) -> &str {
+        &self.marker
     }
+}
+
+/// `[redacted:<id>]`, unless it holds one of the credential's own forms
+/// (a Basic password `redacted:k` is inside `[redacted:k]`, so a second
+/// pass would redact the marker again): then `[redacted]`, and if even
+/// that holds one, `[***]`, shorter than any needle (6 bytes or more).
+fn marker_for(id: &str, needles: &[Zeroizing<Vec<u8>>]) -> String {
+    let holds = |m: &str| {
+        let m = m.to_ascii_lowercase();
+        needles
+            .iter()
+            .any(|n| memchr::memmem::find(m.as_bytes(), n).is_some())
+    };
+    [format!("[redacted:{id}]"), "[redacted]".to_owned()]
+        .into_iter()
+        .find(|m| !holds(m))
+        .unwrap_or_else(|| "[***]".to_owned())
 }
 
 fn percent_encode(s: &str) -> String {

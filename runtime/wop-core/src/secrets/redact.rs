@@ -224,6 +224,22 @@ mod tests {
     }
 
     #[test]
+    fn a_marker_never_holds_the_credential_so_a_second_pass_changes_nothing() {
+        // The fuzz target's find (regressions/redact/password-inside-marker):
+        // a Basic password that reads like the marker itself.
+        for (value, marker) in [
+            ("user0000:redacted:k", "[redacted]"),
+            ("user0000:redacted", "[***]"),
+            ("user0000:correct-horse", "[redacted:k]"),
+        ] {
+            let c = creds("basic", value);
+            let once = string(&c, &format!("echo {value} and again {value}")).unwrap();
+            assert!(once.contains(marker), "{once}");
+            assert_eq!(string(&c, &once), None, "{once}");
+        }
+    }
+
+    #[test]
     fn debug_never_shows_the_value() {
         let c = creds("bearer", "sk-very-secret-1");
         let d = format!("{c:?}");
