@@ -840,18 +840,7 @@ fn core_openwop_http_fetch_reaches_a_loopback_server_through_safe_fetch_and_only
     );
     let p = policy.display().to_string();
     let registry = format!("http://127.0.0.1:{port}");
-    let o = wop_in(
-        tmp.path(),
-        &[
-            "install",
-            "core.openwop.http",
-            "--registry",
-            &registry,
-            "--policy",
-            &p,
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    install(tmp.path(), &registry, &p, "core.openwop.http");
     let pack = tmp.path().join("packs/core.openwop.http");
     let fetch = |url: &str| {
         let config = json!({"url": url, "method": "POST", "retry": {"maxAttempts": 1}}).to_string();
@@ -946,18 +935,7 @@ mcp = ["everything"]
     );
     let p = policy.display().to_string();
     let registry = format!("http://127.0.0.1:{port}");
-    let o = wop_in(
-        tmp.path(),
-        &[
-            "install",
-            "core.openwop.mcp",
-            "--registry",
-            &registry,
-            "--policy",
-            &p,
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    install(tmp.path(), &registry, &p, "core.openwop.mcp");
     let pack = tmp.path().join("packs/core.openwop.mcp");
     let node = |short: &str, config: Value, input: Value| {
         let config = config.to_string();
