@@ -180,6 +180,61 @@ mod tests {
         assert_eq!(locked, Some(super::ENGINE_VERSION));
     }
 
+    /// A slot given back to the pool keeps resident only the pages its
+    /// instance wrote. Against wasmtime 50.0.1 as published, on kernels
+    /// whose `PAGEMAP_SCAN` reports never-touched pages as written (6.18
+    /// here), one written page kept the whole 2 MiB around it resident
+    /// (zeroed, then reset on every later instance). The workspace's
+    /// patched wasmtime (decision 0034) keeps the one page.
+    #[test]
+    fn a_returned_slot_keeps_only_the_pages_its_instance_wrote() {
+        if !pagemap_scan_kernel() {
+            eprintln!(
+                "skipped: PAGEMAP_SCAN needs Linux >= 6.7 (wasmtime resets kept memory without it)"
+            );
+            return;
+        }
+        let engine = wasmtime::Engine::new(&super::engine_config()).unwrap();
+        // 2 MiB of memory, a data segment (the copy-on-write image) in the
+        // second half, one byte written just below it.
+        let wasm = wat::parse_str(
+            r#"(module
+                 (memory (export "memory") 32)
+                 (data (i32.const 0x100000) "image")
+                 (func (export "touch") (i32.store8 (i32.const 0xff000) (i32.const 1))))"#,
+        )
+        .unwrap();
+        let module = wasmtime::Module::new(&engine, wasm).unwrap();
+        {
+            let mut store = wasmtime::Store::new(&engine, ());
+            store.set_fuel(1_000_000).unwrap();
+            let instance = wasmtime::Instance::new(&mut store, &module, &[]).unwrap();
+            let touch = instance
+                .get_typed_func::<(), ()>(&mut store, "touch")
+                .unwrap();
+            touch.call(&mut store, ()).unwrap();
+        }
+        let resident = engine
+            .pooling_allocator_metrics()
+            .unwrap()
+            .unused_memory_bytes_resident();
+        assert!(
+            resident <= 64 << 10,
+            "a slot whose instance wrote one page keeps {resident} bytes resident"
+        );
+    }
+
+    /// Linux >= 6.7 (`PAGEMAP_SCAN`), read from the running kernel.
+    fn pagemap_scan_kernel() -> bool {
+        let Ok(release) = std::fs::read_to_string("/proc/sys/kernel/osrelease") else {
+            return false;
+        };
+        let mut parts = release.trim().split(['.', '-']);
+        let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        (major, minor) >= (6, 7)
+    }
+
     /// The compile cache's key names the engine: an artifact written by
     /// the previous engine (48.0.8) has another file name, so it is
     /// recompiled, never offered to this one.
