@@ -171,6 +171,11 @@ export const nodes = {
   },
   'x.suspend': async (ctx) => { const r = await ctx.suspend({ kind: 'approval', prompt: 'ok?' }); return { status: 'success', outputs: { got: r } }; },
   'x.wait': async (ctx) => ctx.suspend({ kind: 'duration', seconds: 5 }),
+  'x.suspend2': async (ctx) => {
+    const a = await ctx.suspend({ step: 1 });
+    const b = await ctx.suspend({ step: 2, after: a });
+    return { status: 'success', outputs: { a, b } };
+  },
   'x.log': async (ctx) => { ctx.log('warn', 'w', { a: 1 }); ctx.log('plain'); ctx.log.error('e', { b: 2 }); console.info('c', { d: 3 }); await ctx.emit({ type: 'node.progress', data: 1 }); ctx.emit('custom', { x: 1 }); return { status: 'success', outputs: {} }; },
   'x.feat': async (ctx) => ({ status: 'success', outputs: { callAI: typeof ctx.callAI, emb: typeof ctx.callAI?.embeddings, safeFetch: typeof ctx.http?.safeFetch, db: 'db' in ctx, obs: typeof ctx.obs } }),
   'x.trigset': async (ctx) => { ctx.triggerData = { z: 1 }; return { status: 'success', outputs: { t: ctx.triggerData } }; },
@@ -264,6 +269,8 @@ export default nodes;
   r = J(await D('x.abort')); ok('AbortSignal.timeout + AbortController', r.ok?.completed?.ev === 'TimeoutError' && r.ok.completed.aborted === true, JSON.stringify(r));
   r = J(await D('x.suspend')); ok('ctx.suspend → suspended', JSON.stringify(r) === '{"ok":{"suspended":{"kind":"approval","prompt":"ok?"}}}', JSON.stringify(r));
   r = J(await D('x.suspend', {}, {}, { action: 'accept' })); ok('resume → suspend returns the resume value', r.ok?.completed?.got?.action === 'accept', JSON.stringify(r));
+  r = J(await D('x.suspend2')); ok('two suspend points: the first run suspends at the first', JSON.stringify(r) === '{"ok":{"suspended":{"step":1}}}', JSON.stringify(r));
+  r = J(await D('x.suspend2', {}, {}, { ok: 1 })); ok('the re-run after a resume passes the first point and suspends at the second', JSON.stringify(r) === '{"ok":{"suspended":{"step":2,"after":{"ok":1}}}}', JSON.stringify(r));
   r = J(await D('x.wait')); ok('return ctx.suspend(...) → suspended', r.ok?.suspended?.kind === 'duration', JSON.stringify(r));
   r = J(await D('x.wait', {}, {}, { at: 1 })); ok('return ctx.suspend(...) on resume → completed {resumed, payload}', r.ok?.completed?.resumed === true && r.ok.completed.payload.at === 1, JSON.stringify(r));
   sb.logs.length = 0;
