@@ -11,6 +11,14 @@ use wop_core::budget::*;
 use wop_core::events::Event;
 use wop_core::model::Usage;
 
+/// This process's id, read once: `std::process::id()` is a `getpid`
+/// system call each time, and recording an invocation needs it twice
+/// (issue 35). The process never forks without exec'ing.
+fn process_id() -> u32 {
+    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *PID.get_or_init(std::process::id)
+}
+
 /// Rounds of a roll-up compare-and-swap before giving up (each lost round
 /// means another recorder's update went in).
 const MAX_ROLLUP_ROUNDS: usize = 4096;
@@ -88,7 +96,7 @@ impl Meter {
         let pack_key = format!(
             "rollup/pack/{}/{}",
             keys::part(&label),
-            u64::from(std::process::id()) % PACK_SHARDS
+            u64::from(process_id()) % PACK_SHARDS
         );
         let run_write = self.rollups.run.submit(
             &run_key,
@@ -121,7 +129,7 @@ impl Meter {
         let record_key = format!(
             "{}{now:013}-{}-{seq}",
             keys::usage_prefix(tenant, Some(run)),
-            std::process::id(),
+            process_id(),
         );
         let write_record = !self
             .rollups
