@@ -121,6 +121,30 @@
   }
   P.mappedServices = mappedServices;
 
+  // The first name of every service (`callAI`, `db`, …) and `obs` (the
+  // alias of `observability`), for namesAnyService.
+  const FIRST_NAMES = [];
+  for (let i = 0; i < PARTS.length; i++) if (!FIRST_NAMES.includes(PARTS[i][0])) FIRST_NAMES.push(PARTS[i][0]);
+  FIRST_NAMES.push('obs');
+
+  /**
+   * Whether `text` (a module's source) names a host service: a service's
+   * first name as a whole word anywhere (`ctx.db.sql`, `{ callAI } = ctx`,
+   * `'callAI' in ctx`, `ctx['fs']`). Run at build time, before the pack's
+   * own code (intrinsics are the prelude's).
+   */
+  function namesAnyService(text) {
+    const word = (c) => (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 36 || c === 95;
+    for (let i = 0; i < FIRST_NAMES.length; i++) {
+      const w = FIRST_NAMES[i];
+      for (let at = text.indexOf(w); at !== -1; at = text.indexOf(w, at + 1)) {
+        if (!word(text.charCodeAt(at - 1)) && !word(text.charCodeAt(at + w.length))) return true;
+      }
+    }
+    return false;
+  }
+  P.namesAnyService = namesAnyService;
+
   function serviceMethod(name) {
     const id = 'service:' + name;
     return function () {

@@ -181,16 +181,39 @@
     }
     return log;
   }
-  function makeVariables(seed) {
-    const m = new P.Map();
-    if (isObj(seed)) { const ks = P.ObjectKeys(seed); for (let i = 0; i < ks.length; i++) P.MapSet(m, ks[i], seed[ks[i]]); }
-    return {
-      get(k) { return P.MapGet(m, P.StringCtor(k)); },
-      set(k, v) { P.MapSet(m, P.StringCtor(k), v); return v; },
-      has(k) { return P.MapHas(m, P.StringCtor(k)); },
-      delete(k) { return P.MapDelete(m, P.StringCtor(k)); },
-      toJSON() { const o = {}; P.MapForEach(m, (v, k) => P.put(o, k, v)); return o; },
+  /**
+   * ctx.variables: an in-memory get/set map seeded from `seed` (the
+   * request's context.variables) or else inputs.variables. The map and its
+   * seed are made on first use: most nodes never touch it, and building
+   * them cost ~35k instructions a call.
+   */
+  function makeVariables(seed, inputs) {
+    let m = null;
+    const map = () => {
+      if (m === null) {
+        m = new P.Map();
+        const s = seed !== undefined ? seed : P.own(inputs, 'variables');
+        if (isObj(s)) { const ks = P.ObjectKeys(s); for (let i = 0; i < ks.length; i++) P.MapSet(m, ks[i], s[ks[i]]); }
+      }
+      return m;
     };
+    return {
+      get(k) { return P.MapGet(map(), P.StringCtor(k)); },
+      set(k, v) { P.MapSet(map(), P.StringCtor(k), v); return v; },
+      has(k) { return P.MapHas(map(), P.StringCtor(k)); },
+      delete(k) { return P.MapDelete(map(), P.StringCtor(k)); },
+      toJSON() { const o = {}; P.MapForEach(map(), (v, k) => P.put(o, k, v)); return o; },
+    };
+  }
+
+  /** ctx.emit: shared by every ctx (it keeps no per-call state). */
+  function emit(event, data) {
+    let ev = event, d = data;
+    if (isObj(event) && arguments.length === 1) {
+      try { ev = event.type !== undefined ? event.type : event.kind !== undefined ? event.kind : 'event'; d = event; } catch (_) { ev = 'event'; }
+    }
+    P.hostLog(1, 'emit', { event: typeof ev === 'string' ? ev : P.format([ev]), data: d });
+    return P.PromiseResolve(undefined);
   }
 
   // Built once, at build time, into the snapshot: every invocation runs in
@@ -219,7 +242,7 @@
   }
 
   function buildCtx(rq, c, onSuspend, resumeInfo, given) {
-    const mapped = given !== undefined ? given : P.mappedServices();
+    const mapped = given !== undefined ? given : namesServices ? P.mappedServices() : NO_NAMES;
     const services = mapped.length === 0 ? NO_SERVICES : P.buildServices({}, mapped);
     const inputs = isObj(rq.inputs) ? rq.inputs : {};
     const config = isObj(rq.config) ? rq.config : {};
@@ -254,16 +277,9 @@
         return trig.value;
       },
       set triggerData(v) { trig.done = true; trig.value = v; },
-      variables: makeVariables(vs !== undefined ? vs : P.own(inputs, 'variables')),
+      variables: makeVariables(vs, inputs),
       log: SHARED_LOG,
-      emit: function emit(event, data) {
-        let ev = event, d = data;
-        if (isObj(event) && arguments.length === 1) {
-          try { ev = event.type !== undefined ? event.type : event.kind !== undefined ? event.kind : 'event'; d = event; } catch (_) { ev = 'event'; }
-        }
-        P.hostLog(1, 'emit', { event: typeof ev === 'string' ? ev : P.format([ev]), data: d });
-        return P.PromiseResolve(undefined);
-      },
+      emit,
       suspend: function suspend(value) {
         if (resumeInfo.available) {
           // Replay after resume: the first suspend returns the resume payload.
@@ -278,8 +294,10 @@
       secrets: SHARED_SECRETS,
       mcp: SHARED_MCP,
     };
-    const extra = ['userId', 'trustBoundary', 'workflowId'];
-    for (let i = 0; i < extra.length; i++) { const v = c[extra[i]]; if (v !== undefined) P.put(ctx, extra[i], v); }
+    // `c` has no prototype: plain reads see only the request's own fields.
+    if (c.userId !== undefined) P.put(ctx, 'userId', c.userId);
+    if (c.trustBoundary !== undefined) P.put(ctx, 'trustBoundary', c.trustBoundary);
+    if (c.workflowId !== undefined) P.put(ctx, 'workflowId', c.workflowId);
     return ctx;
   }
 
@@ -342,6 +360,17 @@
     return out;
   }
 
+  // Whether the pack's source names any host service (noteSource, at build
+  // time): a pack that names none cannot reach one, so the host is not
+  // asked which are mapped (~20k instructions a call). Unknown: asked.
+  let namesServices = true;
+  let noted = false;
+  const NO_NAMES = [];
+  function noteSource(text) {
+    if (!noted) { noted = true; namesServices = false; }
+    if (!namesServices && P.namesAnyService(P.StringCtor(text))) namesServices = true;
+  }
+
   function setPack(ns) {
     if (pack !== null) throw new P.Error('setPack: already set');
     pack = ns;
@@ -375,6 +404,7 @@
   }
   function advanceTimers() { return P.timers.advance(); }
 
+  native.noteSource = noteSource;
   native.setPack = setPack;
   native.hasHandler = hasHandler;
   native.dispatch = dispatch;

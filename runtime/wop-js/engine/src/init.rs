@@ -120,6 +120,15 @@ fn load_pack(ctx: &Ctx<'_>, bundle: &Bundle) -> Result<Persistent<Object<'static
         caught(ctx, ctx.eval_with_options::<Value, _>(*src, opts))
             .map_err(|e| describe("js_prelude_failed", name, e))?;
     }
+    // Before the pack's own code runs (the prelude's intrinsics are still
+    // its own): whether the source names any host service at all.
+    let note: Function = internal
+        .get("noteSource")
+        .map_err(|e| format!("js_prelude_failed: no noteSource: {e}"))?;
+    for src in bundle.files.values() {
+        caught(ctx, note.call::<_, ()>((src.as_str(),)))
+            .map_err(|e| describe("js_prelude_failed", "noteSource", e))?;
+    }
     let entry = &bundle.entry;
     let src = bundle
         .files

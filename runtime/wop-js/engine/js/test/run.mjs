@@ -40,6 +40,7 @@ function makeSandbox({ toolCall, fetch, mcp, hostTrigger, services = [] } = {}) 
   const toCtx = (buf) => { const u = new U8(buf.length); u.set(buf); return u; };
   const logs = [];
   const calls = [];
+  const asked = { services: 0 };
   const native = {
     log: (level, message, fields) => { logs.push({ level, message, fields }); },
     nowMs: () => Date.now(),
@@ -47,7 +48,7 @@ function makeSandbox({ toolCall, fetch, mcp, hostTrigger, services = [] } = {}) 
     toolCall: (id, args, idem) => {
       // The invocation's own trigger payload (the host answers null when it has none).
       if (id === 'service:run.triggerData') return { ok: JSON.stringify(hostTrigger ?? null) };
-      if (id === 'service:run.services') return { ok: JSON.stringify(services) };
+      if (id === 'service:run.services') { asked.services++; return { ok: JSON.stringify(services) }; }
       calls.push({ id, args, idem }); return toolCall ? toolCall(id, args, idem) : { err: { kind: 'not-found', code: 'no_such_tool', message: 'no tool ' + id } }; },
     fetch: (method, url, headers, body, idem) => { calls.push({ fetch: true, method, url, headers, body: body && Buffer.from(body).toString(), idem }); return fetch ? fetch(method, url, headers, body, idem, toCtx) : { err: { code: 'egress_denied', message: 'no egress in tests' } }; },
     mcp: (op, serverId, a1, a2, idem) => { calls.push({ mcp: op, serverId, a1, a2 }); return mcp ? mcp(op, serverId, a1, a2) : { err: { code: 'mcp_unavailable', message: 'no mcp' } }; },
@@ -71,6 +72,7 @@ function makeSandbox({ toolCall, fetch, mcp, hostTrigger, services = [] } = {}) 
   const linker = async (spec) => builtin(spec);
   const importDyn = async (spec) => { const m = builtin(spec); if (m.status === 'unlinked') await m.link(linker); if (m.status === 'linked') await m.evaluate(); return m; };
   async function loadPack(source, id = 'pack.mjs') {
+    native.noteSource(source); // as the engine does, before the pack's code runs
     const m = new vm.SourceTextModule(source, { context, identifier: id, importModuleDynamically: importDyn });
     await m.link(linker);
     await m.evaluate();
@@ -91,7 +93,7 @@ function makeSandbox({ toolCall, fetch, mcp, hostTrigger, services = [] } = {}) 
     return value;
   }
   const run = (code) => vm.runInContext(code, context);
-  return { context, native, logs, calls, loadPack, dispatch, run };
+  return { context, native, logs, calls, asked, loadPack, dispatch, run };
 }
 
 const req = (typeId, inputs = {}, config = {}, resume = null) => ({
@@ -179,6 +181,7 @@ export const nodes = {
   'x.log': async (ctx) => { ctx.log('warn', 'w', { a: 1 }); ctx.log('plain'); ctx.log.error('e', { b: 2 }); console.info('c', { d: 3 }); await ctx.emit({ type: 'node.progress', data: 1 }); ctx.emit('custom', { x: 1 }); return { status: 'success', outputs: {} }; },
   'x.feat': async (ctx) => ({ status: 'success', outputs: { callAI: typeof ctx.callAI, emb: typeof ctx.callAI?.embeddings, safeFetch: typeof ctx.http?.safeFetch, db: 'db' in ctx, obs: typeof ctx.obs } }),
   'x.trigset': async (ctx) => { ctx.triggerData = { z: 1 }; return { status: 'success', outputs: { t: ctx.triggerData } }; },
+  'x.vars2': async (ctx) => { const j1 = JSON.stringify(ctx.variables); ctx.variables.set('n', 1); const { has } = ctx.variables; return { status: 'success', outputs: { j1, j2: JSON.stringify(ctx.variables), has: has('n'), del: ctx.variables.delete('a'), after: ctx.variables.has('a') } }; },
   'x.vars': async (ctx) => { const before = ctx.variables.get('a'); ctx.variables.set('b', 2); return { status: 'success', outputs: { before, b: ctx.variables.get('b'), trig: ctx.triggerData ?? null } }; },
   'x.service': async (ctx) => { const r = await ctx.db.sql.query({ sql: 'select 1' }); const ai = await ctx.callAI({ prompt: 'hi' }); const s = await ctx.secrets.resolve({ ref: 'secret://x' }); return { status: 'success', outputs: { r, ai, s } }; },
   'x.serviceErr': async (ctx) => { await ctx.kanban.taskGet({ id: 1 }); },
@@ -280,6 +283,12 @@ export default nodes;
   r = J(await sb.dispatch({ ...req('x.vars', { variables: { a: 1 }, triggerData: { t: 1 } }) }));
   ok('ctx.variables seeded from inputs.variables; triggerData', r.ok?.completed?.before === 1 && r.ok.completed.b === 2 && r.ok.completed.trig?.t === 1, JSON.stringify(r));
   {
+    const rq = req('x.vars2', { variables: { a: 'from-inputs' } });
+    rq.context.variables = { a: 'from-context' };
+    r = J(await sb.dispatch(rq));
+    ok('ctx.variables: context.variables wins over inputs.variables, JSON, unbound methods, delete', r.ok?.completed?.j1 === '{"a":"from-context"}' && r.ok.completed.j2 === '{"a":"from-context","n":1}' && r.ok.completed.has === true && r.ok.completed.del === true && r.ok.completed.after === false, JSON.stringify(r));
+  }
+  {
     const sbT = makeSandbox({ hostTrigger: { t: 2 } });
     await sbT.loadPack(SYNTH, 'synth.mjs');
     r = J(await sbT.dispatch(req('x.vars', { triggerData: { t: 1 } })));
@@ -292,6 +301,27 @@ export default nodes;
     await sbM.loadPack(SYNTH, 'synth.mjs');
     r = J(await sbM.dispatch(req('x.feat')));
     ok('only the mapped services exist in ctx', JSON.stringify(r.ok?.completed) === '{"callAI":"object","emb":"function","safeFetch":"function","db":false,"obs":"object"}', JSON.stringify(r));
+  }
+  {
+    // A pack whose source names no host service is never given one, and
+    // the host is not asked which are mapped; naming one any way asks.
+    const plain = "export const nodes = { 'p.ok': async (ctx) => ({ status: 'success', outputs: { n: Object.keys(ctx).length, http: typeof ctx.http.safeFetch } }) };";
+    const sbP = makeSandbox({ services: ['callAI'] });
+    await sbP.loadPack(plain, 'plain.mjs');
+    r = J(await sbP.dispatch(req('p.ok')));
+    const sbP2 = makeSandbox({ services: [] });
+    await sbP2.loadPack(plain, 'plain.mjs');
+    const r2 = J(await sbP2.dispatch(req('p.ok')));
+    ok('a pack naming no service: the host is not asked, ctx as with nothing mapped, safe-fetch kept', r.ok?.completed?.http === 'function' && r.ok.completed.n === r2.ok?.completed?.n && sbP.asked.services === 0, JSON.stringify([r, r2, sbP.asked]));
+    const destr = "export const nodes = { 'p.ai': async (ctx) => { const { callAI } = ctx; return { status: 'success', outputs: { t: typeof callAI } }; } };";
+    const sbD = makeSandbox({ services: ['callAI'] });
+    await sbD.loadPack(destr, 'destr.mjs');
+    r = J(await sbD.dispatch(req('p.ai')));
+    ok('a service named only by destructuring is still mapped (the host is asked)', r.ok?.completed?.t === 'function' && sbD.asked.services === 1, JSON.stringify([r, sbD.asked]));
+    const sbW = makeSandbox({ services: ['callAI'] });
+    await sbW.loadPack("export const nodes = { 'p.w': async (ctx) => ({ status: 'success', outputs: { t: typeof ctx['call' + 'AI'], x: 'recallAIs' } }) };", 'w.mjs');
+    r = J(await sbW.dispatch(req('p.w')));
+    ok('a service name inside a longer word is not naming it', r.ok?.completed?.t === 'undefined' && sbW.asked.services === 0, JSON.stringify([r, sbW.asked]));
   }
   sb.calls.length = 0;
   r = J(await D('x.service'));
