@@ -378,6 +378,7 @@ console.log('hardening:');
   ok('Function.prototype.constructor is locked', sb.run('(() => { try { Function.prototype.constructor = 1; } catch (e) {} ; return Object.getOwnPropertyDescriptor(Function.prototype, "constructor").writable === false && Object.getPrototypeOf(function*(){}).constructor.name === "GeneratorFunction"; })()') === true);
   ok('globalThis.__wop is gone', sb.run('typeof __wop === "undefined" && !("__wop" in globalThis)') === true);
   ok('internal surface is hidden and frozen', sb.run('(() => { const i = globalThis[Symbol.for("wop.internal")]; return Object.isFrozen(i) && !Object.keys(globalThis).length && typeof i.toolCall === "undefined" && typeof i.fetch === "undefined"; })()') === true);
+  ok('the build-time hooks (noteSource, setPack, dispatch) are out of a pack\'s reach', sb.run('(() => { const i = globalThis[Symbol.for("wop.internal")]; return typeof globalThis.__wop === "undefined" && ["noteSource", "setPack", "dispatch", "hasHandler"].every((k) => typeof i[k] === "undefined"); })()') === true);
   ok('prelude classes are frozen', sb.run('Object.isFrozen(URL.prototype) && Object.isFrozen(Buffer) && Object.isFrozen(console)') === true);
 
   const TAMPER = `
