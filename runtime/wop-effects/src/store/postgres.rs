@@ -166,12 +166,16 @@ impl Sql {
             // The same for many requests (markers and keys all distinct):
             // one row per request, in order, with whether its insert won
             // and otherwise the value its key held before the statement.
+            // Rows are written in key order: batches in flight at once may
+            // share keys (a claim and its duplicate), and two statements
+            // taking the same row locks in different orders deadlock
+            // (40P01, seen on a fresh database by the conformance suite).
             put_then_insert_batch: format!(
                 "WITH input AS (SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::bytea[], \
                  $4::bytea[]) WITH ORDINALITY AS i(mk, mv, k, v, n)), \
-                 marker AS (INSERT INTO {t} (key, value) SELECT mk, mv FROM input \
+                 marker AS (INSERT INTO {t} (key, value) SELECT mk, mv FROM input ORDER BY mk \
                  ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value), \
-                 ins AS (INSERT INTO {t} (key, value) SELECT k, v FROM input \
+                 ins AS (INSERT INTO {t} (key, value) SELECT k, v FROM input ORDER BY k \
                  ON CONFLICT (key) DO NOTHING RETURNING key) \
                  SELECT input.n, ins.key IS NOT NULL AS inserted, cur.value \
                  FROM input LEFT JOIN ins ON ins.key = input.k \

@@ -79,3 +79,59 @@ async fn one_statement_answers_each_request_of_a_batch() {
     assert_eq!(store.get("k/taken").await.unwrap(), Some(v("before")));
     assert_eq!(store.get("k/4").await.unwrap(), Some(v("4")));
 }
+
+/// Two writers take the same row locks in the same order, whatever order
+/// their batch arrived in: a transaction holds `k/2` uncommitted; a batch
+/// that lists `k/3` before `k/2` blocks on `k/2` *without* holding `k/3`,
+/// so the transaction can still write `k/3` and commit. Written in arrival
+/// order, the batch would hold `k/3` while waiting for `k/2` and
+/// PostgreSQL would abort one of the two (`40P01 deadlock detected`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_takes_its_row_locks_in_key_order() {
+    let Some(url) = crate::store::conformance::postgres_test_url("batch_lock_order") else {
+        return;
+    };
+    let store = std::sync::Arc::new(PostgresStore::connect(&url).await.unwrap());
+    let v = |s: &str| s.as_bytes().to_vec();
+    let mut holder = store.db.client().await.unwrap();
+    let tx = holder.transaction().await.unwrap();
+    let insert = store.db.sql.insert_if_absent.clone();
+    tx.execute(&insert, &[&v("k/2"), &v("held")]).await.unwrap();
+
+    let batch = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let (markers, marker_values) = (vec![v("m/3"), v("m/2")], vec![v("a"), v("b")]);
+            let (keys, values) = (vec![v("k/3"), v("k/2")], vec![v("3"), v("2")]);
+            batch::statement(&store.db, &markers, &marker_values, &keys, &values).await
+        })
+    };
+    // Until the batch is waiting for the row the transaction holds.
+    let watcher = store.db.client().await.unwrap();
+    let blocked = "SELECT count(*) FROM pg_stat_activity \
+                   WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    let mut waited = 0;
+    while watcher
+        .query_one(blocked, &[])
+        .await
+        .unwrap()
+        .get::<_, i64>(0)
+        == 0
+    {
+        assert!(waited < 2000, "the batch never waited for the held row");
+        waited += 1;
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    tx.execute(&insert, &[&v("k/3"), &v("mine")])
+        .await
+        .expect("the batch must not hold k/3 while it waits for k/2");
+    tx.commit().await.unwrap();
+    let answers = batch.await.unwrap().expect("no deadlock");
+    assert!(
+        answers.iter().all(|a| matches!(a, Ok(Err(_)))),
+        "{answers:?}"
+    );
+    assert_eq!(store.get("k/3").await.unwrap(), Some(v("mine")));
+    assert_eq!(store.get("k/2").await.unwrap(), Some(v("held")));
+    assert_eq!(store.get("m/3").await.unwrap(), Some(v("a")));
+}
