@@ -423,3 +423,17 @@ pub const MIX: &[Kind] = &[
         Refused(413),
     ),
 ];
+
+/// The kinds a mode sends.
+pub fn for_mode(library: bool) -> Vec<Kind> {
+    MIX.iter()
+        .filter(|k| {
+            if library {
+                k.in_library()
+            } else {
+                k.in_serve()
+            }
+        })
+        .copied()
+        .collect()
+}

@@ -156,7 +156,7 @@ pub fn run(settings: &Settings) -> Result<Report> {
         }
         anyhow::Ok(rt)
     })?;
-    let kinds = mix::for_mode(true);
+    let kinds = super::kinds::for_mode(true);
     println!(
         "soak: library mode, {} s, concurrency {}, {} kinds, store {}",
         settings.duration.as_secs(),

@@ -6,7 +6,6 @@
 //! (serve); [`Call::Load`] is library-only; [`Call::Mcp`] and
 //! [`Call::Raw`] are serve-only.
 
-use super::kinds::MIX;
 use serde_json::Value;
 
 /// The answer a kind must get.
@@ -173,20 +172,6 @@ safetyTier = "read"
     )
 }
 
-/// The kinds a mode sends.
-pub fn for_mode(library: bool) -> Vec<Kind> {
-    MIX.iter()
-        .filter(|k| {
-            if library {
-                k.in_library()
-            } else {
-                k.in_serve()
-            }
-        })
-        .copied()
-        .collect()
-}
-
 /// Picks kinds by weight with a small deterministic generator (xorshift).
 #[derive(Debug, Clone)]
 pub struct Picker {
@@ -227,6 +212,7 @@ impl Picker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::soak::kinds::{MIX, for_mode};
 
     #[test]
     fn every_kind_is_sent_and_picked() {

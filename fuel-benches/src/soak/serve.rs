@@ -242,7 +242,7 @@ pub fn run(settings: &Settings) -> Result<Report> {
         watch_stderr(e, server_panics.clone());
     }
     let pid = child.0.id();
-    let kinds = mix::for_mode(false);
+    let kinds = super::kinds::for_mode(false);
     println!(
         "soak: serve mode against {} serve (pid {pid}) on {addr}, {} s, concurrency {}, {} kinds",
         wop.display(),

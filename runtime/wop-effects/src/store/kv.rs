@@ -1,0 +1,89 @@
+//! The store's contract: the [`KvStore`] trait every backend implements,
+//! its error and the compare-and-swap result. The lowest piece of the
+//! crate: the backends, the key-layout upgrade and the claim and meter
+//! logic all build on it.
+
+/// Why a store operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// Reading or writing the backing storage failed.
+    #[error("store I/O error: {0}")]
+    Io(String),
+    /// The stored data is not what the store expects (e.g. a non-UTF-8 key).
+    #[error("store data is corrupt: {0}")]
+    Corrupt(String),
+    /// The store cannot be used right now (e.g. locked by another process).
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// The result of [`KvStore::compare_and_swap`]: `Ok(())` if the swap
+/// happened, otherwise `Err(current value)`.
+pub type CasResult = Result<(), Option<Vec<u8>>>;
+
+/// A durable key-value store with atomic compare-and-swap.
+#[async_trait::async_trait]
+pub trait KvStore: Send + Sync {
+    /// Atomically: if the current value of `key` equals `expected` (`None` =
+    /// absent), replace it with `new` (`None` = delete) and return
+    /// `Ok(Ok(()))`. Otherwise change nothing and return `Ok(Err(current))`.
+    /// A successful swap is durable (on disk for persistent backends)
+    /// before this returns.
+    async fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<Vec<u8>>,
+    ) -> Result<CasResult, StoreError>;
+
+    /// The current value of `key`, if any.
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Unconditional durable write.
+    async fn put(&self, key: &str, value: Vec<u8>) -> Result<(), StoreError>;
+
+    /// Durable delete (deleting an absent key succeeds).
+    async fn remove(&self, key: &str) -> Result<(), StoreError>;
+
+    /// All `(key, value)` pairs whose key starts with `prefix`, in key
+    /// (byte) order, at most `limit` of them.
+    async fn scan_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
+
+    /// All `(key, value)` pairs with `start <= key < end` (`end = None`:
+    /// no upper bound), in key (byte) order, at most `limit` of them. For
+    /// paging: the next page starts at the last key returned plus `"\0"`.
+    async fn scan_range(
+        &self,
+        start: &str,
+        end: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
+
+    /// Durably writes `marker` = `marker_value` (unconditionally, as
+    /// [`put`](Self::put)), then inserts `key` = `value` if `key` is absent
+    /// (as `compare_and_swap(key, None, Some(value))`): `Ok(Ok(()))` if it
+    /// inserted, `Ok(Err(current))` if `key` already held a value (or,
+    /// rarely, `Err(None)` when a racing writer removed it again). The
+    /// marker is written either way, and never after the insert.
+    ///
+    /// This is the first write of an effect claim (index entry, then the
+    /// claim). The default makes two calls; a backend that can do both in
+    /// one round trip (PostgreSQL: one statement) overrides it.
+    async fn put_then_insert(
+        &self,
+        marker: &str,
+        marker_value: Vec<u8>,
+        key: &str,
+        value: Vec<u8>,
+    ) -> Result<CasResult, StoreError> {
+        self.put(marker, marker_value).await?;
+        self.compare_and_swap(key, None, Some(value)).await
+    }
+
+    /// A short name for messages (`"memory"`, `"sled"`, `"postgres"`).
+    fn backend(&self) -> &'static str;
+}
