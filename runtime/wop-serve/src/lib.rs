@@ -37,10 +37,12 @@ mod routes;
 mod server;
 mod sse;
 mod state;
+mod wire;
 
+pub use api::OPERATOR_SCOPE;
 pub use config::{ServeConfig, TokenEntry, token_sha256};
 pub use mcp::{PREFERRED as MCP_PREFERRED_VERSION, REVISIONS as MCP_REVISIONS};
-pub use routes::{OPENWOP_VERSION, OPERATOR_SCOPE};
+pub use routes::OPENWOP_VERSION;
 pub use server::{ServeError, ServeOptions, Server, StoreChoice, serve};
 
 /// What the service adds to every finished invocation for its operators,

@@ -1,8 +1,9 @@
 //! The read routes: discovery, the tool catalog, a run's effects, usage,
 //! health; and the router that mounts everything.
 
-use crate::api::{ApiCode, ApiError, authenticate};
+use crate::api::{ApiCode, ApiError, authenticate, operator};
 use crate::state::AppState;
+use crate::wire::{decode_run_id, rfc3339};
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -131,24 +132,6 @@ async fn tool(
     }
 }
 
-/// RFC 3339 (UTC) of milliseconds since the epoch.
-pub(crate) fn rfc3339(ms: u64) -> String {
-    let nanos = i128::from(ms) * 1_000_000;
-    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
-        .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_owned())
-}
-
-/// A run id from a path segment: `~2F` (and, already decoded by the
-/// router, `%2F`) stand for `/`.
-pub(crate) fn decode_run_id(raw: &str) -> String {
-    raw.replace("~2F", "/").replace("~2f", "/")
-}
-
 async fn effects(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -201,23 +184,6 @@ async fn effects(
 struct UsageQuery {
     run: Option<String>,
     pack: Option<String>,
-}
-
-/// The scope of operators: usage across tenants (no `run`), `/metrics`.
-pub const OPERATOR_SCOPE: &str = "wop.operator";
-
-/// `403` unless `p` holds [`OPERATOR_SCOPE`]; `what` starts the message
-/// ("metrics need").
-pub(crate) fn operator(p: &wop_runtime::Principal, what: &str) -> Result<(), ApiError> {
-    if p.scopes.iter().any(|s| s == OPERATOR_SCOPE) {
-        return Ok(());
-    }
-    Err(ApiError::new(
-        StatusCode::FORBIDDEN,
-        ErrorCode::Forbidden,
-        format!("{what} the `{OPERATOR_SCOPE}` scope"),
-    )
-    .details(json!({"scope": OPERATOR_SCOPE})))
 }
 
 async fn usage(
@@ -310,16 +276,4 @@ pub(crate) fn capability_doc(rt: &wop_runtime::Runtime, refreshed_at: &str) -> V
         m.insert("idempotency".into(), idem);
     }
     doc
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_and_run_ids() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_764_460_800_123), "2025-11-30T00:00:00.123Z");
-        assert_eq!(decode_run_id("a~2Fb~2fc"), "a/b/c");
-    }
 }

@@ -366,7 +366,7 @@ impl Server {
                 .chain([crate::state::ANON_TENANT.to_owned()])
                 .collect(),
         };
-        let refreshed_at = crate::routes::rfc3339(wop_runtime::effects::now_ms());
+        let refreshed_at = crate::wire::rfc3339(wop_runtime::effects::now_ms());
         let capability_doc = crate::routes::capability_doc(&rt, &refreshed_at);
         let etag = {
             use sha2::Digest as _;
@@ -387,7 +387,7 @@ impl Server {
             origins: cfg
                 .allowed_origins
                 .iter()
-                .filter_map(|o| crate::guard::normalize_origin(o))
+                .filter_map(|o| crate::config::normalize_origin(o))
                 .collect(),
             proxies: cfg
                 .trusted_proxies

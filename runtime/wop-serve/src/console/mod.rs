@@ -21,7 +21,7 @@ mod html;
 mod page;
 pub(crate) mod recent;
 
-use crate::api::{authenticate, read_body};
+use crate::api::{authenticate, operator, read_body};
 use crate::state::AppState;
 use axum::body::Body;
 use axum::extract::{Query, State};
@@ -177,7 +177,7 @@ pub(crate) async fn get(
     let Some(p) = viewer(&state, &headers, kind) else {
         return html(StatusCode::OK, page::login(None));
     };
-    if let Err(e) = crate::routes::operator(&p, "the console needs") {
+    if let Err(e) = operator(&p, "the console needs") {
         return html(StatusCode::FORBIDDEN, page::login(Some(&e.message)));
     }
     let run = match q.ok().map(|Query(q)| q) {
@@ -187,7 +187,7 @@ pub(crate) async fn get(
         }) if !run.is_empty() && run.len() <= 256 && !tenant.is_empty() && tenant.len() <= 256 => {
             let effects = state
                 .rt
-                .effects(&tenant, &crate::routes::decode_run_id(&run))
+                .effects(&tenant, &crate::wire::decode_run_id(&run))
                 .await
                 .map_err(|e| format!("effect store: {e}"));
             Some(page::RunView {
@@ -224,7 +224,7 @@ pub(crate) async fn login(
             page::login(Some("that token is not valid")),
         );
     };
-    if let Err(e) = crate::routes::operator(&p, "the console needs") {
+    if let Err(e) = operator(&p, "the console needs") {
         return html(StatusCode::FORBIDDEN, page::login(Some(&e.message)));
     }
     let id = state.sessions.open(p);

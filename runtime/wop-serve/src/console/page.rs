@@ -110,7 +110,7 @@ fn recent(st: &Shared, out: &mut String) {
         let _ = write!(
             out,
             r#"<tr class="invocation"><td>{}</td><td>{}</td><td><code>{}</code></td><td class="{class} code">{}</td><td class="num">{:.2}</td><td class="num">{}</td><td class="num">{:.6} {}</td><td><code>{}</code></td></tr>"#,
-            esc(&crate::routes::rfc3339(r.at_ms)),
+            esc(&crate::wire::rfc3339(r.at_ms)),
             esc(&r.tenant),
             esc(&r.type_id),
             esc(&r.code),
@@ -173,7 +173,7 @@ fn run_effects(run: Option<RunView>, out: &mut String) {
                         e.attempt,
                         esc(&keying),
                         esc(&state),
-                        esc(&crate::routes::rfc3339(e.at))
+                        esc(&crate::wire::rfc3339(e.at))
                     );
                 }
                 out.push_str("</table>");
