@@ -193,9 +193,8 @@ async fn execute(
             None => st.rt.invoke(req).await,
             Some(sink) => st.rt.invoke_streaming(req, Arc::new(sink)).await,
         };
-        st.metrics.record(&type_id, &tenant_label, &report);
-        st.recent
-            .record(&invocation_id, &type_id, &tenant_label, &report);
+        st.observers
+            .observe(&invocation_id, &type_id, &tenant_label, &report);
         // A failed node is not recorded: a retry runs it again (its own
         // tool calls are still guarded by the gate's effects).
         let record = report.outcome.is_ok();

@@ -32,7 +32,7 @@ mod idle;
 mod invoke;
 mod io;
 mod mcp;
-mod metrics;
+mod observe;
 mod routes;
 mod server;
 mod sse;
@@ -53,8 +53,8 @@ pub mod bench {
     use wop_runtime::InvocationReport;
 
     /// Records `report` `n` times, exactly as the service does after each
-    /// invocation: into the `/metrics` families and the console's recent
-    /// ring and cost series. Returns the time the `n` records took.
+    /// invocation (`Observers::observe`): into the `/metrics` families and
+    /// the console's recent ring and cost series. Returns the time the `n` records took.
     pub fn record_observability(
         type_id: &str,
         tenant: &str,
@@ -62,17 +62,15 @@ pub mod bench {
         n: usize,
     ) -> Duration {
         let one = |s: &str| [s.to_owned()].into_iter().collect();
-        let metrics = crate::metrics::Metrics::new(crate::metrics::Vocab {
+        let observers = crate::observe::Observers::new(crate::observe::metrics::Vocab {
             packs: one(&report.usage.pack),
             node_types: one(type_id),
             tenants: one(tenant),
             ..Default::default()
         });
-        let recent = crate::console::recent::Recent::default();
         let t = Instant::now();
         for i in 0..n {
-            metrics.record(type_id, tenant, report);
-            recent.record(&i.to_string(), type_id, tenant, report);
+            observers.observe(&i.to_string(), type_id, tenant, report);
         }
         t.elapsed()
     }

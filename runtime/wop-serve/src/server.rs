@@ -355,7 +355,7 @@ impl Server {
             .map(|t| t.descriptor.tool_id.clone())
             .collect();
         // Every metric label value: from the configuration, never traffic.
-        let vocab = crate::metrics::Vocab {
+        let vocab = crate::observe::metrics::Vocab {
             tools: rt_tools.into_iter().collect(),
             mcp_servers: rt.mcp_servers().into_iter().map(|(id, _)| id).collect(),
             packs: loaded.iter().map(|(_, _, name)| name.clone()).collect(),
@@ -403,8 +403,7 @@ impl Server {
             refused,
             provenance,
             claims: Default::default(),
-            metrics: crate::metrics::Metrics::new(vocab),
-            recent: Default::default(),
+            observers: crate::observe::Observers::new(vocab),
             sessions: Default::default(),
         });
         Ok(Server { listener, state })

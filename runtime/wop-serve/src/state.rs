@@ -1,6 +1,9 @@
 //! Shared server state and node-type metadata.
 
-use crate::config::ServeConfig;
+use crate::config::{Net, ServeConfig};
+use crate::console::sessions::Sessions;
+use crate::observe::Observers;
+use crate::observe::metrics::Scrape;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,7 +48,7 @@ pub(crate) struct Shared {
     /// `cfg.allowed_origins`, normalized (see `guard`).
     pub origins: Vec<String>,
     /// `cfg.trusted_proxies`, parsed.
-    pub proxies: Vec<crate::config::Net>,
+    pub proxies: Vec<Net>,
     /// sha256(token) → principal.
     pub tokens: HashMap<String, Principal>,
     pub permits: Arc<Semaphore>,
@@ -68,12 +71,10 @@ pub(crate) struct Shared {
     /// effect id: released at shutdown if a drain cuts them (`Server::run`),
     /// so a retry runs them again at once instead of waiting for the lease.
     pub claims: Mutex<HashMap<String, EffectRecord>>,
-    /// What `/metrics` shows.
-    pub metrics: crate::metrics::Metrics,
-    /// The console's recent invocations and cost series.
-    pub recent: crate::console::recent::Recent,
+    /// What `/metrics` and the console show of finished invocations.
+    pub observers: Observers,
     /// The console's sign-in sessions.
-    pub sessions: crate::console::Sessions,
+    pub sessions: Sessions,
 }
 
 /// Removes its claim from [`Shared::claims`] when the invocation ends.
@@ -179,7 +180,7 @@ impl Shared {
         let n = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
         let m = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         let (spans_dropped, exports_failed) = self.rt.trace_export_losses();
-        self.metrics.encode(&crate::metrics::Scrape {
+        self.observers.metrics.encode(&Scrape {
             in_flight: n(self.in_flight()),
             max_in_flight: n(self.cfg.max_in_flight),
             connections: n(self.cfg.max_connections - self.conns.available_permits()),

@@ -19,7 +19,7 @@
 mod chart;
 mod html;
 mod page;
-pub(crate) mod recent;
+pub(crate) mod sessions;
 
 use crate::api::{authenticate, operator, read_body};
 use crate::state::AppState;
@@ -28,60 +28,12 @@ use axum::extract::{Query, State};
 use axum::http::{Extensions, HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use serde::Deserialize;
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use sessions::TTL;
 use wop_runtime::Principal;
 
 const COOKIE: &str = "wop_console";
 /// The cookie's name over HTTPS.
 const SECURE_COOKIE: &str = "__Host-wop_console";
-const TTL: Duration = Duration::from_secs(8 * 3600);
-/// Sessions kept at most (the oldest is dropped beyond).
-const MAX_SESSIONS: usize = 1024;
-
-/// Console sessions: random id → who signed in, until when.
-#[derive(Default)]
-pub(crate) struct Sessions {
-    map: Mutex<HashMap<String, (Principal, Instant)>>,
-}
-
-impl Sessions {
-    fn open(&self, p: Principal) -> String {
-        let id = format!(
-            "{}{}",
-            uuid::Uuid::new_v4().simple(),
-            uuid::Uuid::new_v4().simple()
-        );
-        if let Ok(mut m) = self.map.lock() {
-            let now = Instant::now();
-            m.retain(|_, (_, until)| *until > now);
-            if m.len() >= MAX_SESSIONS
-                && let Some(oldest) = m
-                    .iter()
-                    .min_by_key(|(_, (_, t))| *t)
-                    .map(|(k, _)| k.clone())
-            {
-                m.remove(&oldest);
-            }
-            m.insert(id.clone(), (p, now + TTL));
-        }
-        id
-    }
-
-    fn get(&self, id: &str) -> Option<Principal> {
-        let m = self.map.lock().ok()?;
-        m.get(id)
-            .filter(|(_, until)| *until > Instant::now())
-            .map(|(p, _)| p.clone())
-    }
-
-    fn close(&self, id: &str) {
-        if let Ok(mut m) = self.map.lock() {
-            m.remove(id);
-        }
-    }
-}
 
 /// The session cookie's name and attributes: over HTTPS `__Host-` and
 /// `Secure` (which `__Host-` requires, with `Path=/` and no `Domain`).
