@@ -33,6 +33,7 @@ mod invoke;
 mod io;
 mod mcp;
 mod observe;
+mod router;
 mod routes;
 mod server;
 mod sse;

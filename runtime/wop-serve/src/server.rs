@@ -433,7 +433,7 @@ impl Server {
         let header_timeout = Duration::from_millis(state.cfg.header_timeout_ms);
         let write_timeout = Duration::from_millis(state.cfg.write_timeout_ms);
         let drain = Duration::from_millis(state.cfg.drain_timeout_ms);
-        let app = crate::routes::router(state.clone());
+        let app = crate::router::router(state.clone());
         let graceful = GracefulShutdown::new();
         let busy = busy_response(state.cfg.retry_after_secs, state.cfg.max_connections);
         let refusing = Arc::new(Semaphore::new(REFUSING_MAX));
