@@ -29,6 +29,7 @@ mod detach;
 mod guard;
 mod idem;
 mod idle;
+mod invocations;
 mod invoke;
 mod io;
 mod mcp;

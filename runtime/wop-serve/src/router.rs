@@ -4,7 +4,7 @@
 
 use crate::api::{ApiCode, ApiError};
 use crate::state::AppState;
-use crate::{console, guard, invoke, mcp, routes};
+use crate::{console, guard, invocations, mcp, routes};
 use axum::Router;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -24,7 +24,7 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/tools", get(routes::tools))
         .route("/tools/{tool_id}", get(routes::tool))
         .route("/runs/{run_id}/effects", get(routes::effects))
-        .route("/host/wop/invocations", post(invoke::post))
+        .route("/host/wop/invocations", post(invocations::post))
         .route("/host/wop/usage", get(routes::usage))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

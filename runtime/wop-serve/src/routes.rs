@@ -10,6 +10,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use wop_runtime::mcp_protocol::{PREFERRED_REVISION, SERVED_REVISIONS};
 use wop_runtime::metering::UsageScope;
 
 /// The `OpenWOP-Version` header value.
@@ -216,9 +217,9 @@ pub(crate) fn capability_doc(rt: &wop_runtime::Runtime, refreshed_at: &str) -> V
         family(s);
     }
     let mut mcp = json!({
-        "revisions": crate::mcp::REVISIONS,
-        "preferredVersion": crate::mcp::PREFERRED,
-        "minimumRevision": crate::mcp::REVISIONS[0],
+        "revisions": SERVED_REVISIONS,
+        "preferredVersion": PREFERRED_REVISION,
+        "minimumRevision": SERVED_REVISIONS[0],
         "refreshedAt": refreshed_at,
         "serverMount": {"path": "/mcp", "transports": ["streamable-http"], "stateless": true},
         "client": true,

@@ -507,7 +507,7 @@ impl Server {
             .is_err()
         {
             tracing::warn!("invocations still running at exit");
-            state.release_cut_claims().await;
+            crate::idem::release_cut(&state).await;
         }
         // Every store write is durable before it returns (sled flushes per
         // write, group-committed); dropping the runtime closes the store.
