@@ -1,5 +1,7 @@
 //! Shared HTTP plumbing: the error body `{error, message, details?}`,
-//! bounded body reading (size, time, content type, JSON depth) and auth.
+//! bounded body reading (size, time, content type, JSON depth), who the
+//! caller is (a bearer token or the anonymous loopback principal) and the
+//! operator scope check.
 
 use crate::state::AppState;
 use axum::body::Body;
@@ -388,6 +390,23 @@ pub(crate) fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Prin
         .get(&crate::config::token_sha256(token))
         .cloned()
         .ok_or_else(invalid)
+}
+
+/// The scope of operators: usage across tenants (no `run`), `/metrics`.
+pub const OPERATOR_SCOPE: &str = "wop.operator";
+
+/// `403` unless `p` holds [`OPERATOR_SCOPE`]; `what` starts the message
+/// ("metrics need").
+pub(crate) fn operator(p: &Principal, what: &str) -> Result<(), ApiError> {
+    if p.scopes.iter().any(|s| s == OPERATOR_SCOPE) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::FORBIDDEN,
+        ErrorCode::Forbidden,
+        format!("{what} the `{OPERATOR_SCOPE}` scope"),
+    )
+    .details(json!({"scope": OPERATOR_SCOPE})))
 }
 
 #[cfg(test)]

@@ -181,6 +181,23 @@ impl Default for ServeConfig {
     }
 }
 
+/// An origin as `serve.toml` lists it and a browser sends it:
+/// `scheme://host[:port]`, compared with the scheme and host lower-cased
+/// and a default port (`:80` for http, `:443` for https) dropped.
+pub(crate) fn normalize_origin(origin: &str) -> Option<String> {
+    let (scheme, rest) = origin.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    if !matches!(scheme.as_str(), "http" | "https") || rest.is_empty() || rest.contains('/') {
+        return None;
+    }
+    let rest = rest.to_ascii_lowercase();
+    let host = match (scheme.as_str(), rest.rsplit_once(':')) {
+        ("http", Some((h, "80"))) | ("https", Some((h, "443"))) => h,
+        _ => rest.as_str(),
+    };
+    Some(format!("{scheme}://{host}"))
+}
+
 /// A tenant id usable on the wire (in `effectId`).
 pub(crate) fn valid_tenant(t: &str) -> bool {
     let t = t.strip_prefix("anon:").unwrap_or(t);
@@ -225,7 +242,7 @@ impl ServeConfig {
             return Err("maxBodyBytes and maxJsonDepth must be at least 1".into());
         }
         for (i, o) in self.allowed_origins.iter().enumerate() {
-            if crate::guard::normalize_origin(o).is_none() {
+            if normalize_origin(o).is_none() {
                 return Err(format!(
                     "allowedOrigins[{i}] `{o}` must be an origin: http(s)://host[:port], no path"
                 ));

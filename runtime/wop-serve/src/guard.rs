@@ -12,6 +12,7 @@
 //!   127.0.0.1 still sends its own name as `Host`.
 
 use crate::api::ApiError;
+use crate::config::normalize_origin;
 use crate::state::AppState;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -20,23 +21,6 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use std::net::IpAddr;
 use wop_runtime::error::ErrorCode;
-
-/// An origin as `serve.toml` lists it and a browser sends it:
-/// `scheme://host[:port]`, compared with the scheme and host lower-cased
-/// and a default port (`:80` for http, `:443` for https) dropped.
-pub(crate) fn normalize_origin(origin: &str) -> Option<String> {
-    let (scheme, rest) = origin.split_once("://")?;
-    let scheme = scheme.to_ascii_lowercase();
-    if !matches!(scheme.as_str(), "http" | "https") || rest.is_empty() || rest.contains('/') {
-        return None;
-    }
-    let rest = rest.to_ascii_lowercase();
-    let host = match (scheme.as_str(), rest.rsplit_once(':')) {
-        ("http", Some((h, "80"))) | ("https", Some((h, "443"))) => h,
-        _ => rest.as_str(),
-    };
-    Some(format!("{scheme}://{host}"))
-}
 
 /// Whether `origin` (the header's value) is in `allowed` (normalized).
 pub(crate) fn origin_allowed(origin: &str, allowed: &[String]) -> bool {

@@ -14,13 +14,17 @@
 //! invocation whose executor died, or that a drain cut short (its claim is
 //! then released at once, see `Shared::claims`), is run again by the next
 //! request with its key — never left `500` or stuck as `escaped`.
+//!
+//! The invocation path takes three steps here: [`claim_request`] (what is
+//! claimed), [`claim`] (perform, or the recorded response), and
+//! [`Held::settle`] (record the response, or release the claim).
 
-use crate::state::AppState;
+use crate::state::Shared;
 use serde_json::{Value, json};
-use std::future::Future;
 use std::time::{Duration, Instant};
+use wop_runtime::RunContext;
 use wop_runtime::effects::{
-    Begin, ClaimRequest, EffectTimings, Keying, business_id, request_digest,
+    Begin, ClaimRequest, EffectRecord, EffectTimings, Keying, business_id, request_digest,
 };
 use wop_runtime::error::ErrorCode;
 
@@ -60,7 +64,7 @@ impl IdemError {
 }
 
 /// The tool id under which a node type's invocations are claimed.
-pub(crate) fn tool_id(type_id: &str) -> String {
+fn tool_id(type_id: &str) -> String {
     format!("node:{type_id}")
 }
 
@@ -69,28 +73,48 @@ pub(crate) fn effect_id(tenant: &str, type_id: &str, key: &str) -> String {
     business_id(tenant, &tool_id(type_id), key)
 }
 
-/// Runs `perform` at most once for `(tenant, typeId, key)`. `perform`
-/// returns the response to record and whether to record it (`false`
-/// releases the claim so that a retry runs again). Returns the response and
-/// whether it was replayed.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn once<F, Fut>(
-    state: &AppState,
-    tenant: &str,
+/// The claim of one invocation of `type_id` under the effect id
+/// [`effect_id`] made of its key, at the place in its run `at` names;
+/// `request` is what the digest covers (same key, other request:
+/// [`IdemError::Mismatch`]).
+pub(crate) fn claim_request(
+    effect_id: String,
+    at: &RunContext,
     type_id: &str,
-    key: &str,
     request: &Value,
-    run_id: &str,
-    node_id: &str,
-    attempt: u32,
-    perform: F,
-) -> Result<(Value, bool), IdemError>
-where
-    F: FnOnce() -> Fut,
-    Fut: Future<Output = (Value, bool)>,
-{
-    let effects = state.rt.gate().effects();
-    let policy = state.rt.policy();
+) -> ClaimRequest {
+    let tool = tool_id(type_id);
+    ClaimRequest {
+        effect_id,
+        keying: Keying::BusinessIdentity,
+        tenant_id: at.tenant_id.clone(),
+        run_id: at.run_id.clone(),
+        node_id: at.node_id.clone(),
+        attempt: at.attempt,
+        digest: request_digest(&tool, request),
+        tool_id: tool,
+        // Re-running a node is safe (module docs): an abandoned claim is
+        // taken over, not reported as an unknown outcome.
+        idempotent: true,
+    }
+}
+
+/// What [`claim`] found.
+pub(crate) enum Claimed<'a> {
+    /// This caller runs the invocation.
+    Held(Held<'a>),
+    /// The invocation ran before: its recorded response.
+    Replay(Value),
+}
+
+/// Claims `request` in the effect store: the invocation is this caller's
+/// to run ([`Claimed::Held`]), or already ran ([`Claimed::Replay`]), or
+/// cannot run now ([`IdemError`]).
+pub(crate) async fn claim<'a>(
+    shared: &'a Shared,
+    request: &ClaimRequest,
+) -> Result<Claimed<'a>, IdemError> {
+    let policy = shared.rt.policy();
     let lease_ms = policy
         .effects
         .lease_ms
@@ -100,42 +124,18 @@ where
         in_flight_wait: Duration::from_millis(policy.effects.in_flight_wait_ms.unwrap_or(2_000)),
         poll: Duration::from_millis(25),
     };
-    let tool = tool_id(type_id);
-    let claim = ClaimRequest {
-        effect_id: effect_id(tenant, type_id, key),
-        keying: Keying::BusinessIdentity,
-        tenant_id: tenant.to_owned(),
-        run_id: run_id.to_owned(),
-        node_id: node_id.to_owned(),
-        attempt,
-        tool_id: tool.clone(),
-        digest: request_digest(&tool, request),
-        // Re-running a node is safe (module docs): an abandoned claim is
-        // taken over, not reported as an unknown outcome.
-        idempotent: true,
-    };
     let deadline = Instant::now() + timings.in_flight_wait;
-    let begin = effects
-        .begin(&claim, timings, deadline)
+    let begin = shared
+        .rt
+        .gate()
+        .effects()
+        .begin(request, timings, deadline)
         .await
         .map_err(|e| IdemError::Store(e.to_string()))?;
     match begin {
-        Begin::Perform { claimed, .. } => {
-            let held = state.hold_claim(&claimed);
-            let (response, record) = perform().await;
-            drop(held);
-            let stored = if record {
-                effects.complete(&claimed, Ok(response.clone())).await
-            } else {
-                effects.release(&claimed).await
-            };
-            if let Err(e) = stored {
-                tracing::error!(effect = %claimed.effect_id, error = %e, "cannot record the invocation's outcome");
-            }
-            Ok((response, false))
-        }
+        Begin::Perform { claimed, .. } => Ok(Claimed::Held(Held::list(shared, claimed))),
         Begin::Replay(rec) => match rec.result {
-            Some(v) => Ok((v, true)),
+            Some(v) => Ok(Claimed::Replay(v)),
             None => Err(IdemError::Store(
                 "a completed record holds no response".into(),
             )),
@@ -160,5 +160,81 @@ where
                    "resolve": format!("wop effects resolve {} --as released", r.effect_id)}),
             1,
         )),
+    }
+}
+
+/// A claim this process holds while it runs the invocation: listed in
+/// [`Shared::claims`] until it is settled (or dropped), so that a drain
+/// that cuts the invocation releases it ([`release_cut`]).
+pub(crate) struct Held<'a> {
+    claimed: Box<EffectRecord>,
+    listed: Listed<'a>,
+}
+
+/// Removes its claim from [`Shared::claims`] when dropped.
+struct Listed<'a> {
+    shared: &'a Shared,
+    effect_id: String,
+}
+
+impl Drop for Listed<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut c) = self.shared.claims.lock() {
+            c.remove(&self.effect_id);
+        }
+    }
+}
+
+impl<'a> Held<'a> {
+    /// Lists `claimed` as running here.
+    fn list(shared: &'a Shared, claimed: Box<EffectRecord>) -> Self {
+        if let Ok(mut c) = shared.claims.lock() {
+            c.insert(claimed.effect_id.clone(), (*claimed).clone());
+        }
+        let effect_id = claimed.effect_id.clone();
+        Held {
+            claimed,
+            listed: Listed { shared, effect_id },
+        }
+    }
+
+    /// The invocation ended: records `response` as the key's answer, or,
+    /// without `record`, releases the claim so that a retry runs again.
+    /// A store failure is logged: the caller still gets its response.
+    pub(crate) async fn settle(self, response: &Value, record: bool) {
+        let Held { claimed, listed } = self;
+        let shared = listed.shared;
+        drop(listed);
+        let effects = shared.rt.gate().effects();
+        let stored = if record {
+            effects.complete(&claimed, Ok(response.clone())).await
+        } else {
+            effects.release(&claimed).await
+        };
+        if let Err(e) = stored {
+            tracing::error!(effect = %claimed.effect_id, error = %e, "cannot record the invocation's outcome");
+        }
+    }
+}
+
+/// Releases the claims of node invocations still running here (a drain
+/// ran out): their outcome will not be recorded by this process, so a
+/// retry with their key runs them again at once instead of waiting for
+/// the lease.
+pub(crate) async fn release_cut(shared: &Shared) {
+    let cut: Vec<EffectRecord> = match shared.claims.lock() {
+        Ok(mut c) => c.drain().map(|(_, r)| r).collect(),
+        Err(_) => return,
+    };
+    for r in cut {
+        match shared.rt.gate().effects().release(&r).await {
+            Ok(true) => {
+                tracing::warn!(effect = %r.effect_id, "released the claim of an invocation the drain cut; a retry with its key runs it again")
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::error!(effect = %r.effect_id, error = %e, "cannot release a cut invocation's claim")
+            }
+        }
     }
 }

@@ -1,22 +1,21 @@
-//! Running one node invocation for the MCP mount and the invoke API
-//! (`POST /host/wop/invocations`): idempotency, capacity, the response
-//! shape, and event streaming.
+//! Running one node invocation for the MCP mount (`mcp.rs`) and the
+//! invoke API (`invocations.rs`), in named steps: [`prepare`] the
+//! runtime's request (and, under an idempotency key, its claim), claim
+//! the key (`idem::claim`: run, or answer the recorded response),
+//! [`perform`] (the runtime runs the node; the operator's views observe
+//! the report), settle the claim (`idem::Held::settle`), answer in the
+//! [`Shape`] the caller wants.
 
-use crate::api::{ApiError, authenticate, read_json};
 use crate::detach::DetachOnDrop;
-use crate::idem::{self, IdemError};
-use crate::sse::{self, SseSink, frame};
+use crate::idem::{self, Claimed, IdemError};
+use crate::sse::SseSink;
 use crate::state::AppState;
-use axum::body::Body;
-use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;
 use wop_runtime::budget::{RunBounds, RunBudget};
-use wop_runtime::error::ErrorCode;
+use wop_runtime::effects::ClaimRequest;
 use wop_runtime::{
     Event, InvocationReport, InvokeRequest, OutcomeFields, Principal, RunContext, Usage,
 };
@@ -46,6 +45,31 @@ pub(crate) struct Run {
     /// The caller's W3C `traceparent` (a `traceparent` header, or MCP
     /// `params._meta.traceparent`); a malformed one is ignored.
     pub traceparent: Option<String>,
+}
+
+/// The checks every way in (the invoke API's `nodeContext`, the MCP
+/// mount's `_meta`) applies to where in a run the caller says it is.
+/// `field` names the fields as the caller wrote them (`nodeContext.runId`,
+/// `_meta dev.openwop/runId`).
+pub(crate) fn check_ctx(ctx: &Ctx, field: impl Fn(&str) -> String) -> Result<(), String> {
+    for (name, v) in [("runId", &ctx.run_id), ("nodeId", &ctx.node_id)] {
+        if let Some(v) = v
+            && !id_ok(v)
+        {
+            return Err(format!(
+                "{} must be 1 to 256 characters without control characters",
+                field(name)
+            ));
+        }
+    }
+    if ctx.attempt == Some(0) {
+        return Err(format!("{} starts at 1", field("attempt")));
+    }
+    Ok(())
+}
+
+fn id_ok(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 256 && !s.chars().any(char::is_control)
 }
 
 /// `{invocationId, outcome, output|error|interrupt, events, usage}`,
@@ -95,6 +119,16 @@ fn response_bytes(invocation_id: &str, report: &InvocationReport) -> Vec<u8> {
     })
 }
 
+/// What the caller wants the response as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// A JSON tree, to wrap or add to (the MCP mount, event streams).
+    Tree,
+    /// Bytes, only to send (the invoke API's JSON answer); an invocation
+    /// under an idempotency key still answers a tree (its record is one).
+    Bytes,
+}
+
 /// A response body: a JSON tree ([`response`]), or bytes when the caller
 /// asked for them and nothing needs the tree ([`response_bytes`]).
 pub(crate) enum Reply {
@@ -103,9 +137,17 @@ pub(crate) enum Reply {
 }
 
 impl Reply {
+    /// The reply in `shape`.
+    fn of(invocation_id: &str, report: &InvocationReport, shape: Shape) -> Self {
+        match shape {
+            Shape::Tree => Reply::Tree(response(invocation_id, report)),
+            Shape::Bytes => Reply::Bytes(response_bytes(invocation_id, report)),
+        }
+    }
+
     /// The tree. Bytes are only made where no tree is wanted; this keeps
     /// the conversion total rather than trusting that.
-    fn into_tree(self) -> Value {
+    pub(crate) fn into_tree(self) -> Value {
         match self {
             Reply::Tree(v) => v,
             Reply::Bytes(b) => serde_json::from_slice(&b).unwrap_or(Value::Null),
@@ -114,31 +156,37 @@ impl Reply {
 }
 
 /// Runs the invocation on the caller's task, holding `permit` until it
-/// ends. A client that goes away does not cancel it half-way: the rest of
-/// it then runs on a task of its own ([`DetachOnDrop`]). With `stream`,
-/// events are forwarded as SSE frames while the node runs.
+/// ends, and answers in `shape` with whether the answer is a replay. A
+/// client that goes away does not cancel it half-way: the rest of it then
+/// runs on a task of its own ([`DetachOnDrop`]). With `stream`, events are
+/// forwarded as SSE frames while the node runs.
 pub(crate) async fn run(
     state: AppState,
     run: Run,
     permit: OwnedSemaphorePermit,
     stream: Option<SseSink>,
-) -> Result<(Value, bool), IdemError> {
-    let (reply, replayed) = run_as(state, run, permit, stream, false).await?;
-    Ok((reply.into_tree(), replayed))
-}
-
-/// [`run`], answering with bytes when `bytes` and no idempotency record
-/// needs the tree.
-async fn run_as(
-    state: AppState,
-    run: Run,
-    permit: OwnedSemaphorePermit,
-    stream: Option<SseSink>,
-    bytes: bool,
+    shape: Shape,
 ) -> Result<(Reply, bool), IdemError> {
     let work = DetachOnDrop::new(async move {
         let _permit = permit;
-        execute(state, run, stream, bytes).await
+        let invocation_id = uuid::Uuid::new_v4().to_string();
+        let (req, claim) = prepare(run, &invocation_id);
+        let held = match claim {
+            None => None,
+            Some(claim) => match idem::claim(&state, &claim).await? {
+                Claimed::Replay(recorded) => return Ok((Reply::Tree(recorded), true)),
+                Claimed::Held(held) => Some(held),
+            },
+        };
+        let report = perform(&state, req, stream, &invocation_id).await;
+        let Some(held) = held else {
+            return Ok((Reply::of(&invocation_id, &report, shape), false));
+        };
+        let recorded = response(&invocation_id, &report);
+        // A failed node is not recorded: a retry runs it again (its own
+        // tool calls are still guarded by the gate's effects).
+        held.settle(&recorded, report.outcome.is_ok()).await;
+        Ok((Reply::Tree(recorded), false))
     });
     match work.await {
         Ok(r) => r,
@@ -146,306 +194,61 @@ async fn run_as(
     }
 }
 
-async fn execute(
-    state: AppState,
-    run: Run,
-    stream: Option<SseSink>,
-    bytes: bool,
-) -> Result<(Reply, bool), IdemError> {
-    let invocation_id = uuid::Uuid::new_v4().to_string();
+/// The runtime's request for `run`, and with an idempotency key the claim
+/// on it.
+fn prepare(run: Run, invocation_id: &str) -> (InvokeRequest, Option<ClaimRequest>) {
     let tenant = run.principal.tenant.clone();
-    let effect = run
+    let effect_id = run
         .key
         .as_deref()
         .map(|k| idem::effect_id(&tenant, &run.type_id, k));
-    // With a key and no run id, the run id derives from the key so that
-    // the node's own tool calls (activity recipe) dedupe across retries too.
-    let run_id = run.ctx.run_id.clone().unwrap_or_else(|| match &effect {
-        Some(e) => format!("idem-{}", e.chars().take(22).collect::<String>()),
-        None => format!("inv-{invocation_id}"),
-    });
-    let node_id = run
-        .ctx
-        .node_id
-        .clone()
-        .unwrap_or_else(|| run.type_id.clone());
-    let attempt = run.ctx.attempt.unwrap_or(1);
-    let mut req = InvokeRequest::new(run.type_id.clone(), run.inputs);
+    let context = RunContext {
+        // With a key and no run id, the run id derives from the key so
+        // that the node's own tool calls (activity recipe) dedupe across
+        // retries too.
+        run_id: run.ctx.run_id.unwrap_or_else(|| match &effect_id {
+            Some(e) => format!("idem-{}", e.chars().take(22).collect::<String>()),
+            None => format!("inv-{invocation_id}"),
+        }),
+        node_id: run.ctx.node_id.unwrap_or_else(|| run.type_id.clone()),
+        tenant_id: tenant,
+        attempt: run.ctx.attempt.unwrap_or(1),
+    };
+    let claim = effect_id.map(|e| idem::claim_request(e, &context, &run.type_id, &run.request));
+    let mut req = InvokeRequest::new(run.type_id, run.inputs);
     req.config = run.config;
     req.trigger_data = run.trigger_data;
-    req.context = RunContext {
-        run_id: run_id.clone(),
-        node_id: node_id.clone(),
-        tenant_id: tenant.clone(),
-        attempt,
-    };
-    req.principal = run.principal.clone();
+    req.context = context;
+    req.principal = run.principal;
     req.budget = run.budget;
     req.bounds = run.bounds;
     req.traceparent = run.traceparent;
-    let (claim_run, claim_node) = (run_id.clone(), node_id.clone());
-    let (type_id, tenant_label) = (run.type_id.clone(), tenant.clone());
-    let st = state.clone();
-    let keyed = run.key.is_some();
-    let perform = move || async move {
-        // Only this invocation's events reach this caller's stream.
-        let report = match stream {
-            None => st.rt.invoke(req).await,
-            Some(sink) => st.rt.invoke_streaming(req, Arc::new(sink)).await,
-        };
-        st.metrics.record(&type_id, &tenant_label, &report);
-        st.recent
-            .record(&invocation_id, &type_id, &tenant_label, &report);
-        // A failed node is not recorded: a retry runs it again (its own
-        // tool calls are still guarded by the gate's effects).
-        let record = report.outcome.is_ok();
-        let reply = if bytes && !keyed {
-            Reply::Bytes(response_bytes(&invocation_id, &report))
-        } else {
-            Reply::Tree(response(&invocation_id, &report))
-        };
-        (reply, record)
+    (req, claim)
+}
+
+/// The runtime runs the node (forwarding only this invocation's events to
+/// `stream`); the operator's views observe the report.
+async fn perform(
+    state: &AppState,
+    req: InvokeRequest,
+    stream: Option<SseSink>,
+    invocation_id: &str,
+) -> InvocationReport {
+    let (type_id, tenant) = (req.type_id.clone(), req.context.tenant_id.clone());
+    let report = match stream {
+        None => state.rt.invoke(req).await,
+        Some(sink) => state.rt.invoke_streaming(req, Arc::new(sink)).await,
     };
-    match &run.key {
-        Some(k) => idem::once(
-            &state,
-            &tenant,
-            &run.type_id,
-            k,
-            &run.request,
-            &claim_run,
-            &claim_node,
-            attempt,
-            || async move {
-                let (reply, record) = perform().await;
-                (reply.into_tree(), record)
-            },
-        )
-        .await
-        .map(|(v, replayed)| (Reply::Tree(v), replayed)),
-        None => Ok((perform().await.0, false)),
-    }
-}
-
-/// The invoke API's body.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct InvokeBody {
-    type_id: String,
-    inputs: Value,
-    #[serde(default)]
-    config: Option<Value>,
-    #[serde(default)]
-    node_context: Option<NodeCtx>,
-    #[serde(default)]
-    budget: Option<RunBudget>,
-    #[serde(default)]
-    bounds: Option<RunBounds>,
-    /// The run's trigger payload (`ctx.triggerData`).
-    #[serde(default)]
-    trigger_data: Option<Value>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct NodeCtx {
-    #[serde(default)]
-    run_id: Option<String>,
-    #[serde(default)]
-    node_id: Option<String>,
-    #[serde(default)]
-    tenant_id: Option<String>,
-    #[serde(default)]
-    attempt: Option<u32>,
-}
-
-fn wants_stream(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|a| a.to_ascii_lowercase().contains("text/event-stream"))
-}
-
-fn idem_error(e: &IdemError) -> ApiError {
-    let (code, message, details) = e.parts();
-    let status = match e {
-        IdemError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        _ => StatusCode::CONFLICT,
-    };
-    let mut err = ApiError::new(status, code, message);
-    err.details = details;
-    if let IdemError::InFlight(_, secs) = e {
-        err.retry_after = Some(*secs);
-    }
-    err
-}
-
-fn id_ok(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 256 && !s.chars().any(char::is_control)
-}
-
-/// The checks every way in (the invoke API's `nodeContext`, the MCP
-/// mount's `_meta`) applies to where in a run the caller says it is.
-/// `field` names the fields as the caller wrote them (`nodeContext.runId`,
-/// `_meta dev.openwop/runId`).
-pub(crate) fn check_ctx(ctx: &Ctx, field: impl Fn(&str) -> String) -> Result<(), String> {
-    for (name, v) in [("runId", &ctx.run_id), ("nodeId", &ctx.node_id)] {
-        if let Some(v) = v
-            && !id_ok(v)
-        {
-            return Err(format!(
-                "{} must be 1 to 256 characters without control characters",
-                field(name)
-            ));
-        }
-    }
-    if ctx.attempt == Some(0) {
-        return Err(format!("{} starts at 1", field("attempt")));
-    }
-    Ok(())
-}
-
-/// `POST /host/wop/invocations`.
-pub(crate) async fn post(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    match post_inner(state, headers, body).await {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    }
-}
-
-async fn post_inner(state: AppState, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
-    let principal = authenticate(&state, &headers)?;
-    let mut raw = read_json(&state, &headers, body)
-        .await
-        .map_err(|e| e.into_api())?;
-    // The whole request is kept only when an idempotency key needs its
-    // digest; otherwise it is moved into the invocation, not copied.
-    let parsed = if headers.contains_key("idempotency-key") {
-        InvokeBody::deserialize(&raw)
-    } else {
-        InvokeBody::deserialize(std::mem::take(&mut raw))
-    };
-    let b = parsed.map_err(|e| ApiError::validation(format!("invalid invocation: {e}")))?;
-    let ctx = b.node_context.unwrap_or(NodeCtx {
-        run_id: None,
-        node_id: None,
-        tenant_id: None,
-        attempt: None,
-    });
-    if let Some(t) = &ctx.tenant_id
-        && t != &principal.tenant
-    {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            ErrorCode::Forbidden,
-            "nodeContext.tenantId is not the caller's tenant",
-        )
-        .details(json!({"scope": "tenant"})));
-    }
-    let where_ = Ctx {
-        run_id: ctx.run_id,
-        node_id: ctx.node_id,
-        attempt: ctx.attempt,
-    };
-    check_ctx(&where_, |f| format!("nodeContext.{f}")).map_err(ApiError::validation)?;
-    if state.node_for(&b.type_id, &principal).is_none() {
-        return Err(ApiError::not_found("typeId", &b.type_id));
-    }
-    let key = match headers.get("idempotency-key") {
-        None => None,
-        Some(v) => match v.to_str() {
-            Ok(k) if !k.is_empty() && k.len() <= 256 => Some(k.to_owned()),
-            _ => {
-                return Err(ApiError::validation(
-                    "Idempotency-Key must be 1 to 256 visible ASCII characters",
-                ));
-            }
-        },
-    };
-    let permit = state
-        .admit()
-        .ok_or_else(|| ApiError::busy(state.cfg.retry_after_secs))?;
-    let run = Run {
-        type_id: b.type_id,
-        inputs: b.inputs,
-        config: b.config.unwrap_or_else(|| json!({})),
-        ctx: where_,
-        budget: b.budget,
-        bounds: b.bounds,
-        principal,
-        key,
-        trigger_data: b.trigger_data,
-        request: raw,
-        traceparent: headers
-            .get("traceparent")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned),
-    };
-    if wants_stream(&headers) {
-        let (sink, body) = sse::channel(state.cfg.sse_queue_bytes);
-        tokio::spawn(async move {
-            match self::run(state, run, permit, Some(sink.clone())).await {
-                Ok((resp, replayed)) => {
-                    if replayed && let Some(Value::Array(events)) = resp.get("events") {
-                        for e in events {
-                            let name = e.get("type").and_then(Value::as_str).unwrap_or("event");
-                            sink.push(frame(name, e), false);
-                        }
-                    }
-                    let mut resp = resp;
-                    resp["replayed"] = json!(replayed);
-                    sink.push(frame("outcome", &resp), true);
-                }
-                Err(e) => {
-                    let (code, message, details) = e.parts();
-                    sink.push(
-                        frame(
-                            "error",
-                            &json!({"error": code, "message": message, "details": details}),
-                        ),
-                        true,
-                    );
-                }
-            }
-        });
-        let mut r = Response::new(body);
-        r.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        r.headers_mut()
-            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        return Ok(r);
-    }
-    let (reply, replayed) = run_as(state, run, permit, None, true)
-        .await
-        .map_err(|e| idem_error(&e))?;
-    let mut r = match reply {
-        Reply::Tree(v) => (StatusCode::OK, axum::Json(v)).into_response(),
-        Reply::Bytes(b) => (
-            StatusCode::OK,
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )],
-            b,
-        )
-            .into_response(),
-    };
-    if replayed {
-        r.headers_mut()
-            .insert("idempotent-replayed", HeaderValue::from_static("true"));
-    }
-    Ok(r)
+    state
+        .observers
+        .observe(invocation_id, &type_id, &tenant, &report);
+    report
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wop_runtime::error::ErrorCode;
     use wop_runtime::{LogLevel, LogStream, NodeError, Outcome};
 
     fn report(outcome: Result<Outcome, NodeError>) -> InvocationReport {

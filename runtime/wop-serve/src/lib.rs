@@ -20,6 +20,44 @@
 //! Server settings (tokens, limits, anonymous loopback) are a
 //! [`ServeConfig`] (`serve.toml`); the operator policy stays a
 //! [`wop_runtime::Policy`]. See the crate README.
+//!
+//! ## Rooms
+//!
+//! Each file uses only the rooms above it (no import circle; checked by
+//! `.ci/structure.py`). From the bottom:
+//!
+//! - `config`: `serve.toml` ([`ServeConfig`], tokens, trusted proxies,
+//!   origin normalization); uses nothing.
+//! - `wire`: RFC 3339 times and run ids in paths; uses nothing.
+//! - `detach`, `io`, `sse`: an invocation the caller cannot cancel, the
+//!   connection write timeout, one caller's event stream; use nothing.
+//! - `observe/`: what operators see of finished invocations (`metrics`:
+//!   `/metrics`; `recent`: the console's ring and cost series), fed by one
+//!   `Observers::observe`; uses nothing.
+//! - `console/sessions`: the console's sign-in sessions; uses nothing.
+//! - `state`: what every handler shares (`Shared`: runtime, settings,
+//!   tokens, node types, slots, observers, sessions); uses config,
+//!   observe, console/sessions.
+//! - `api`: error bodies, bounded body reading, authentication and the
+//!   operator scope; uses config, state.
+//! - `idem`: idempotency keys as effect claims (claim → settle, release
+//!   on a cut drain); uses state.
+//! - `idle`: the idle memory release; uses state.
+//! - `guard`: `Origin`/`Host` checks before anything runs; uses api,
+//!   config, state.
+//! - `invoke`: one node invocation (prepare → claim → perform → settle)
+//!   and its response shape; uses idem, detach, sse, state.
+//! - `invocations`: `POST /host/wop/invocations`; uses api, invoke, idem,
+//!   sse, state.
+//! - `mcp`: the `POST /mcp` mount; uses api, invoke, state.
+//! - `routes`: the OpenWOP read routes and the capability document; uses
+//!   api, state, wire.
+//! - `console/`: `GET /console` and sign-in (`page`, `chart`, `html`);
+//!   uses api, config, observe, state, wire.
+//! - `router`: every route behind the guard; uses invocations, mcp,
+//!   routes, console, guard, api, state.
+//! - `server`, `cli`: start-up, the accept loop, the drain, the command
+//!   line; use router and the rooms they start.
 
 mod api;
 pub mod cli;
@@ -29,18 +67,22 @@ mod detach;
 mod guard;
 mod idem;
 mod idle;
+mod invocations;
 mod invoke;
 mod io;
 mod mcp;
-mod metrics;
+mod observe;
+mod router;
 mod routes;
 mod server;
 mod sse;
 mod state;
+mod wire;
 
+pub use api::OPERATOR_SCOPE;
 pub use config::{ServeConfig, TokenEntry, token_sha256};
 pub use mcp::{PREFERRED as MCP_PREFERRED_VERSION, REVISIONS as MCP_REVISIONS};
-pub use routes::{OPENWOP_VERSION, OPERATOR_SCOPE};
+pub use routes::OPENWOP_VERSION;
 pub use server::{ServeError, ServeOptions, Server, StoreChoice, serve};
 
 /// What the service adds to every finished invocation for its operators,
@@ -51,8 +93,8 @@ pub mod bench {
     use wop_runtime::InvocationReport;
 
     /// Records `report` `n` times, exactly as the service does after each
-    /// invocation: into the `/metrics` families and the console's recent
-    /// ring and cost series. Returns the time the `n` records took.
+    /// invocation (`Observers::observe`): into the `/metrics` families and
+    /// the console's recent ring and cost series. Returns the time the `n` records took.
     pub fn record_observability(
         type_id: &str,
         tenant: &str,
@@ -60,17 +102,15 @@ pub mod bench {
         n: usize,
     ) -> Duration {
         let one = |s: &str| [s.to_owned()].into_iter().collect();
-        let metrics = crate::metrics::Metrics::new(crate::metrics::Vocab {
+        let observers = crate::observe::Observers::new(crate::observe::metrics::Vocab {
             packs: one(&report.usage.pack),
             node_types: one(type_id),
             tenants: one(tenant),
             ..Default::default()
         });
-        let recent = crate::console::recent::Recent::default();
         let t = Instant::now();
         for i in 0..n {
-            metrics.record(type_id, tenant, report);
-            recent.record(&i.to_string(), type_id, tenant, report);
+            observers.observe(&i.to_string(), type_id, tenant, report);
         }
         t.elapsed()
     }

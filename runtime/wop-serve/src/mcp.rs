@@ -11,7 +11,7 @@
 //! `resultType`.
 
 use crate::api::{ApiCode, ApiError, JsonBodyError, authenticate, read_json};
-use crate::invoke::{self, Ctx, Run};
+use crate::invoke::{self, Ctx, Run, Shape};
 use crate::state::{AppState, NodeInfo};
 use axum::body::Body;
 use axum::extract::State;
@@ -492,8 +492,8 @@ async fn call(state: &AppState, principal: &Principal, req: &Req<'_>) -> Respons
             .and_then(Value::as_str)
             .map(str::to_owned),
     };
-    match invoke::run(state.clone(), run, permit, None).await {
-        Ok((resp, _replayed)) => ok(req, tool_result(&resp)),
+    match invoke::run(state.clone(), run, permit, None, Shape::Tree).await {
+        Ok((reply, _replayed)) => ok(req, tool_result(&reply.into_tree())),
         Err(e) => {
             let (code, message, details) = e.parts();
             ok(req, tool_error(code.as_str(), &message, details))

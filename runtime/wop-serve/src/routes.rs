@@ -1,61 +1,20 @@
-//! The read routes: discovery, the tool catalog, a run's effects, usage,
-//! health; and the router that mounts everything.
+//! The OpenWOP read routes: discovery (`/.well-known/openwop` and the
+//! capability document it serves), the tool catalog, a run's effects,
+//! usage, health and `/metrics`.
 
-use crate::api::{ApiCode, ApiError, authenticate};
+use crate::api::{ApiError, authenticate, operator};
 use crate::state::AppState;
-use axum::Router;
+use crate::wire::{decode_run_id, rfc3339};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wop_runtime::error::ErrorCode;
+use wop_runtime::mcp_protocol::{PREFERRED_REVISION, SERVED_REVISIONS};
 use wop_runtime::metering::UsageScope;
 
 /// The `OpenWOP-Version` header value.
 pub const OPENWOP_VERSION: &str = "1.0";
-
-/// Every route.
-pub(crate) fn router(state: AppState) -> Router {
-    Router::new()
-        .route("/.well-known/openwop", get(well_known))
-        .route("/healthz", get(healthz))
-        .route("/metrics", get(metrics))
-        .route("/console", get(crate::console::get))
-        .route("/console/login", post(crate::console::login))
-        .route("/console/logout", post(crate::console::logout))
-        .route(
-            "/mcp",
-            post(crate::mcp::post).fallback(any(crate::mcp::not_allowed)),
-        )
-        .route("/tools", get(tools))
-        .route("/tools/{tool_id}", get(tool))
-        .route("/runs/{run_id}/effects", get(effects))
-        .route("/host/wop/invocations", post(crate::invoke::post))
-        .route("/host/wop/usage", get(usage))
-        .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
-        // Origin and Host first, on every route (crate::guard).
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            crate::guard::layer,
-        ))
-        .with_state(state)
-}
-
-async fn not_found() -> Response {
-    ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, "no such route").into_response()
-}
-
-async fn method_not_allowed() -> Response {
-    ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        ApiCode::MethodNotAllowed,
-        "this route does not serve that method",
-    )
-    .into_response()
-}
 
 fn versioned(mut r: Response) -> Response {
     r.headers_mut()
@@ -63,7 +22,9 @@ fn versioned(mut r: Response) -> Response {
     r
 }
 
-async fn well_known(State(state): State<AppState>, headers: HeaderMap) -> Response {
+/// `GET /.well-known/openwop`: the capability document, with its ETag
+/// (`304` when `If-None-Match` names it).
+pub(crate) async fn well_known(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let etag = HeaderValue::from_str(&state.etag).unwrap_or(HeaderValue::from_static("\"0\""));
     let matches = headers
         .get(header::IF_NONE_MATCH)
@@ -85,12 +46,14 @@ async fn well_known(State(state): State<AppState>, headers: HeaderMap) -> Respon
     versioned(r)
 }
 
-async fn healthz(State(state): State<AppState>) -> Response {
+/// `GET /healthz`: counts of packs, node types, connections and
+/// invocations; no authentication.
+pub(crate) async fn healthz(State(state): State<AppState>) -> Response {
     (StatusCode::OK, axum::Json(state.health())).into_response()
 }
 
 /// `GET /metrics`: the operator's view (scope `wop.operator`).
-async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub(crate) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let p = match authenticate(&state, &headers) {
         Ok(p) => p,
         Err(e) => return e.into_response(),
@@ -106,7 +69,8 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
     r
 }
 
-async fn tools(State(state): State<AppState>, headers: HeaderMap) -> Response {
+/// `GET /tools`: the tool catalog as the caller may see it.
+pub(crate) async fn tools(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let p = match authenticate(&state, &headers) {
         Ok(p) => p,
         Err(e) => return e.into_response(),
@@ -115,7 +79,9 @@ async fn tools(State(state): State<AppState>, headers: HeaderMap) -> Response {
     versioned((StatusCode::OK, axum::Json(json!({"tools": tools}))).into_response())
 }
 
-async fn tool(
+/// `GET /tools/{toolId}`: one tool's description (`404` alike for an
+/// unknown and an unauthorized id).
+pub(crate) async fn tool(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(tool_id): Path<String>,
@@ -131,25 +97,9 @@ async fn tool(
     }
 }
 
-/// RFC 3339 (UTC) of milliseconds since the epoch.
-pub(crate) fn rfc3339(ms: u64) -> String {
-    let nanos = i128::from(ms) * 1_000_000;
-    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
-        .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_owned())
-}
-
-/// A run id from a path segment: `~2F` (and, already decoded by the
-/// router, `%2F`) stand for `/`.
-pub(crate) fn decode_run_id(raw: &str) -> String {
-    raw.replace("~2F", "/").replace("~2f", "/")
-}
-
-async fn effects(
+/// `GET /runs/{runId}/effects`: the caller's tenant's effects of a run,
+/// never their payloads.
+pub(crate) async fn effects(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(raw): Path<String>,
@@ -196,31 +146,17 @@ async fn effects(
     )
 }
 
+/// `?run=&pack=` of `/host/wop/usage`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct UsageQuery {
+pub(crate) struct UsageQuery {
     run: Option<String>,
     pack: Option<String>,
 }
 
-/// The scope of operators: usage across tenants (no `run`), `/metrics`.
-pub const OPERATOR_SCOPE: &str = "wop.operator";
-
-/// `403` unless `p` holds [`OPERATOR_SCOPE`]; `what` starts the message
-/// ("metrics need").
-pub(crate) fn operator(p: &wop_runtime::Principal, what: &str) -> Result<(), ApiError> {
-    if p.scopes.iter().any(|s| s == OPERATOR_SCOPE) {
-        return Ok(());
-    }
-    Err(ApiError::new(
-        StatusCode::FORBIDDEN,
-        ErrorCode::Forbidden,
-        format!("{what} the `{OPERATOR_SCOPE}` scope"),
-    )
-    .details(json!({"scope": OPERATOR_SCOPE})))
-}
-
-async fn usage(
+/// `GET /host/wop/usage`: usage of one run (`?run=`), or across runs for
+/// an operator; `?pack=` narrows it.
+pub(crate) async fn usage(
     State(state): State<AppState>,
     headers: HeaderMap,
     q: Result<Query<UsageQuery>, axum::extract::rejection::QueryRejection>,
@@ -281,9 +217,9 @@ pub(crate) fn capability_doc(rt: &wop_runtime::Runtime, refreshed_at: &str) -> V
         family(s);
     }
     let mut mcp = json!({
-        "revisions": crate::mcp::REVISIONS,
-        "preferredVersion": crate::mcp::PREFERRED,
-        "minimumRevision": crate::mcp::REVISIONS[0],
+        "revisions": SERVED_REVISIONS,
+        "preferredVersion": PREFERRED_REVISION,
+        "minimumRevision": SERVED_REVISIONS[0],
         "refreshedAt": refreshed_at,
         "serverMount": {"path": "/mcp", "transports": ["streamable-http"], "stateless": true},
         "client": true,
@@ -310,16 +246,4 @@ pub(crate) fn capability_doc(rt: &wop_runtime::Runtime, refreshed_at: &str) -> V
         m.insert("idempotency".into(), idem);
     }
     doc
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_and_run_ids() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_764_460_800_123), "2025-11-30T00:00:00.123Z");
-        assert_eq!(decode_run_id("a~2Fb~2fc"), "a/b/c");
-    }
 }

@@ -355,7 +355,7 @@ impl Server {
             .map(|t| t.descriptor.tool_id.clone())
             .collect();
         // Every metric label value: from the configuration, never traffic.
-        let vocab = crate::metrics::Vocab {
+        let vocab = crate::observe::metrics::Vocab {
             tools: rt_tools.into_iter().collect(),
             mcp_servers: rt.mcp_servers().into_iter().map(|(id, _)| id).collect(),
             packs: loaded.iter().map(|(_, _, name)| name.clone()).collect(),
@@ -366,7 +366,7 @@ impl Server {
                 .chain([crate::state::ANON_TENANT.to_owned()])
                 .collect(),
         };
-        let refreshed_at = crate::routes::rfc3339(wop_runtime::effects::now_ms());
+        let refreshed_at = crate::wire::rfc3339(wop_runtime::effects::now_ms());
         let capability_doc = crate::routes::capability_doc(&rt, &refreshed_at);
         let etag = {
             use sha2::Digest as _;
@@ -387,7 +387,7 @@ impl Server {
             origins: cfg
                 .allowed_origins
                 .iter()
-                .filter_map(|o| crate::guard::normalize_origin(o))
+                .filter_map(|o| crate::config::normalize_origin(o))
                 .collect(),
             proxies: cfg
                 .trusted_proxies
@@ -403,8 +403,7 @@ impl Server {
             refused,
             provenance,
             claims: Default::default(),
-            metrics: crate::metrics::Metrics::new(vocab),
-            recent: Default::default(),
+            observers: crate::observe::Observers::new(vocab),
             sessions: Default::default(),
         });
         Ok(Server { listener, state })
@@ -434,7 +433,7 @@ impl Server {
         let header_timeout = Duration::from_millis(state.cfg.header_timeout_ms);
         let write_timeout = Duration::from_millis(state.cfg.write_timeout_ms);
         let drain = Duration::from_millis(state.cfg.drain_timeout_ms);
-        let app = crate::routes::router(state.clone());
+        let app = crate::router::router(state.clone());
         let graceful = GracefulShutdown::new();
         let busy = busy_response(state.cfg.retry_after_secs, state.cfg.max_connections);
         let refusing = Arc::new(Semaphore::new(REFUSING_MAX));
@@ -508,7 +507,7 @@ impl Server {
             .is_err()
         {
             tracing::warn!("invocations still running at exit");
-            state.release_cut_claims().await;
+            crate::idem::release_cut(&state).await;
         }
         // Every store write is durable before it returns (sled flushes per
         // write, group-committed); dropping the runtime closes the store.

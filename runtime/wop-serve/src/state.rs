@@ -1,6 +1,9 @@
 //! Shared server state and node-type metadata.
 
-use crate::config::ServeConfig;
+use crate::config::{Net, ServeConfig};
+use crate::console::sessions::Sessions;
+use crate::observe::Observers;
+use crate::observe::metrics::Scrape;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,7 +48,7 @@ pub(crate) struct Shared {
     /// `cfg.allowed_origins`, normalized (see `guard`).
     pub origins: Vec<String>,
     /// `cfg.trusted_proxies`, parsed.
-    pub proxies: Vec<crate::config::Net>,
+    pub proxies: Vec<Net>,
     /// sha256(token) → principal.
     pub tokens: HashMap<String, Principal>,
     pub permits: Arc<Semaphore>,
@@ -65,29 +68,14 @@ pub(crate) struct Shared {
     /// Loaded pack name → its provenance (signature verdict), for the console.
     pub provenance: BTreeMap<String, String>,
     /// Node invocations this process runs under an idempotency key, by
-    /// effect id: released at shutdown if a drain cuts them (`Server::run`),
-    /// so a retry runs them again at once instead of waiting for the lease.
+    /// effect id (`idem::Held`): released at shutdown if a drain cuts them
+    /// (`idem::release_cut`), so a retry runs them again at once instead
+    /// of waiting for the lease.
     pub claims: Mutex<HashMap<String, EffectRecord>>,
-    /// What `/metrics` shows.
-    pub metrics: crate::metrics::Metrics,
-    /// The console's recent invocations and cost series.
-    pub recent: crate::console::recent::Recent,
+    /// What `/metrics` and the console show of finished invocations.
+    pub observers: Observers,
     /// The console's sign-in sessions.
-    pub sessions: crate::console::Sessions,
-}
-
-/// Removes its claim from [`Shared::claims`] when the invocation ends.
-pub(crate) struct HeldClaim<'a> {
-    shared: &'a Shared,
-    effect_id: String,
-}
-
-impl Drop for HeldClaim<'_> {
-    fn drop(&mut self) {
-        if let Ok(mut c) = self.shared.claims.lock() {
-            c.remove(&self.effect_id);
-        }
-    }
+    pub sessions: Sessions,
 }
 
 /// Cheap to clone.
@@ -112,36 +100,6 @@ impl Shared {
         self.cfg.max_in_flight - self.permits.available_permits()
     }
 
-    /// Registers `claimed` as running here until the guard drops.
-    pub(crate) fn hold_claim(&self, claimed: &EffectRecord) -> HeldClaim<'_> {
-        if let Ok(mut c) = self.claims.lock() {
-            c.insert(claimed.effect_id.clone(), claimed.clone());
-        }
-        HeldClaim {
-            shared: self,
-            effect_id: claimed.effect_id.clone(),
-        }
-    }
-
-    /// Releases the claims of node invocations still running here (a
-    /// drain ran out): their outcome will not be recorded by this process.
-    pub(crate) async fn release_cut_claims(&self) {
-        let cut: Vec<EffectRecord> = match self.claims.lock() {
-            Ok(mut c) => c.drain().map(|(_, r)| r).collect(),
-            Err(_) => return,
-        };
-        for r in cut {
-            match self.rt.gate().effects().release(&r).await {
-                Ok(true) => {
-                    tracing::warn!(effect = %r.effect_id, "released the claim of an invocation the drain cut; a retry with its key runs it again")
-                }
-                Ok(false) => {}
-                Err(e) => {
-                    tracing::error!(effect = %r.effect_id, error = %e, "cannot release a cut invocation's claim")
-                }
-            }
-        }
-    }
     /// Whether the request was served over HTTPS as its client sees it:
     /// `behindTls`, or `X-Forwarded-Proto: https` from a trusted proxy (the
     /// last value of the last such header: the one the nearest proxy set).
@@ -179,7 +137,7 @@ impl Shared {
         let n = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
         let m = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         let (spans_dropped, exports_failed) = self.rt.trace_export_losses();
-        self.metrics.encode(&crate::metrics::Scrape {
+        self.observers.metrics.encode(&Scrape {
             in_flight: n(self.in_flight()),
             max_in_flight: n(self.cfg.max_in_flight),
             connections: n(self.cfg.max_connections - self.conns.available_permits()),

@@ -19,69 +19,21 @@
 mod chart;
 mod html;
 mod page;
-pub(crate) mod recent;
+pub(crate) mod sessions;
 
-use crate::api::{authenticate, read_body};
+use crate::api::{authenticate, operator, read_body};
 use crate::state::AppState;
 use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{Extensions, HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use serde::Deserialize;
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use sessions::TTL;
 use wop_runtime::Principal;
 
 const COOKIE: &str = "wop_console";
 /// The cookie's name over HTTPS.
 const SECURE_COOKIE: &str = "__Host-wop_console";
-const TTL: Duration = Duration::from_secs(8 * 3600);
-/// Sessions kept at most (the oldest is dropped beyond).
-const MAX_SESSIONS: usize = 1024;
-
-/// Console sessions: random id → who signed in, until when.
-#[derive(Default)]
-pub(crate) struct Sessions {
-    map: Mutex<HashMap<String, (Principal, Instant)>>,
-}
-
-impl Sessions {
-    fn open(&self, p: Principal) -> String {
-        let id = format!(
-            "{}{}",
-            uuid::Uuid::new_v4().simple(),
-            uuid::Uuid::new_v4().simple()
-        );
-        if let Ok(mut m) = self.map.lock() {
-            let now = Instant::now();
-            m.retain(|_, (_, until)| *until > now);
-            if m.len() >= MAX_SESSIONS
-                && let Some(oldest) = m
-                    .iter()
-                    .min_by_key(|(_, (_, t))| *t)
-                    .map(|(k, _)| k.clone())
-            {
-                m.remove(&oldest);
-            }
-            m.insert(id.clone(), (p, now + TTL));
-        }
-        id
-    }
-
-    fn get(&self, id: &str) -> Option<Principal> {
-        let m = self.map.lock().ok()?;
-        m.get(id)
-            .filter(|(_, until)| *until > Instant::now())
-            .map(|(p, _)| p.clone())
-    }
-
-    fn close(&self, id: &str) {
-        if let Ok(mut m) = self.map.lock() {
-            m.remove(id);
-        }
-    }
-}
 
 /// The session cookie's name and attributes: over HTTPS `__Host-` and
 /// `Secure` (which `__Host-` requires, with `Path=/` and no `Domain`).
@@ -177,7 +129,7 @@ pub(crate) async fn get(
     let Some(p) = viewer(&state, &headers, kind) else {
         return html(StatusCode::OK, page::login(None));
     };
-    if let Err(e) = crate::routes::operator(&p, "the console needs") {
+    if let Err(e) = operator(&p, "the console needs") {
         return html(StatusCode::FORBIDDEN, page::login(Some(&e.message)));
     }
     let run = match q.ok().map(|Query(q)| q) {
@@ -187,7 +139,7 @@ pub(crate) async fn get(
         }) if !run.is_empty() && run.len() <= 256 && !tenant.is_empty() && tenant.len() <= 256 => {
             let effects = state
                 .rt
-                .effects(&tenant, &crate::routes::decode_run_id(&run))
+                .effects(&tenant, &crate::wire::decode_run_id(&run))
                 .await
                 .map_err(|e| format!("effect store: {e}"));
             Some(page::RunView {
@@ -224,7 +176,7 @@ pub(crate) async fn login(
             page::login(Some("that token is not valid")),
         );
     };
-    if let Err(e) = crate::routes::operator(&p, "the console needs") {
+    if let Err(e) = operator(&p, "the console needs") {
         return html(StatusCode::FORBIDDEN, page::login(Some(&e.message)));
     }
     let id = state.sessions.open(p);

@@ -1,6 +1,7 @@
 //! The console's pages, rendered on the server from the service's state.
 
 use super::html::{esc, page};
+use crate::observe::recent;
 use crate::state::Shared;
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -98,19 +99,19 @@ fn refused(list: &[Value], out: &mut String) {
 }
 
 fn recent(st: &Shared, out: &mut String) {
-    let rows = st.recent.latest(50);
+    let rows = st.observers.recent.latest(50);
     let _ = write!(
         out,
         r#"<section id="recent"><h2>Recent invocations <span class="muted">(last {} of up to {})</span></h2><table><tr><th>at (UTC)</th><th>tenant</th><th>node type</th><th>outcome</th><th>wall ms</th><th>fuel</th><th>cost</th><th>invocation</th></tr>"#,
         rows.len(),
-        super::recent::RING
+        recent::RING
     );
     for r in rows {
         let class = if r.code == "completed" { "ok" } else { "bad" };
         let _ = write!(
             out,
             r#"<tr class="invocation"><td>{}</td><td>{}</td><td><code>{}</code></td><td class="{class} code">{}</td><td class="num">{:.2}</td><td class="num">{}</td><td class="num">{:.6} {}</td><td><code>{}</code></td></tr>"#,
-            esc(&crate::routes::rfc3339(r.at_ms)),
+            esc(&crate::wire::rfc3339(r.at_ms)),
             esc(&r.tenant),
             esc(&r.type_id),
             esc(&r.code),
@@ -125,14 +126,14 @@ fn recent(st: &Shared, out: &mut String) {
 }
 
 fn cost(st: &Shared, out: &mut String) {
-    let series = st.recent.cost_series();
+    let series = st.observers.recent.cost_series();
     let now = wop_runtime::effects::now_ms() / 60_000;
     let currency = st.rt.policy().prices.currency.clone();
     let _ = write!(
         out,
         r#"<section id="cost"><h2>Cost per pack, per minute <span class="muted">(last {} minutes, the policy's price table)</span></h2>{}</section>"#,
-        super::recent::MINUTES,
-        super::chart::cost_svg(&series, now, super::recent::MINUTES, &currency)
+        recent::MINUTES,
+        super::chart::cost_svg(&series, now, recent::MINUTES, &currency)
     );
 }
 
@@ -173,7 +174,7 @@ fn run_effects(run: Option<RunView>, out: &mut String) {
                         e.attempt,
                         esc(&keying),
                         esc(&state),
-                        esc(&crate::routes::rfc3339(e.at))
+                        esc(&crate::wire::rfc3339(e.at))
                     );
                 }
                 out.push_str("</table>");
