@@ -31,7 +31,7 @@ pub mod meter;
 pub mod store;
 
 pub use effects::{EffectError, EffectRecord, EffectState, EffectSummary, EffectTimings, Effects};
-pub use meter::{Meter, MeterError, MeterOptions, RunRollup, UsageScope};
+pub use meter::{Meter, MeterError, MeterOptions, RunRollup, UsageCommit, UsageScope};
 pub use store::{KvStore, MemoryStore, SledOptions, SledStore, StoreError};
 #[cfg(feature = "postgres")]
 pub use store::{PostgresOptions, PostgresStore};

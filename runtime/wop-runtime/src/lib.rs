@@ -69,7 +69,7 @@ pub mod egress {
 /// Metering: budget math (`wop-core`) and the persisted meter (`wop-effects`).
 pub mod metering {
     pub use wop_core::budget::*;
-    pub use wop_effects::meter::{Meter, MeterError, UsageScope};
+    pub use wop_effects::meter::{Meter, MeterError, UsageCommit, UsageScope};
 }
 
 pub use cache::CacheStats;

@@ -87,6 +87,18 @@ pub struct ServeConfig {
     /// invocations pay their page faults again. ms; 0 never releases.
     /// Default 30 000.
     pub idle_release_ms: u64,
+    /// Usage of runs **without a budget** (usage records and roll-ups) is
+    /// written off the response path, at most this many ms after the
+    /// invocation (or once 1,000 are waiting), and at drain; `GET
+    /// /usage` on this server sees it at once. A crash loses at most this
+    /// window of those usage records, never an effect claim, a ledger or
+    /// a budget debit: runs with a budget are recorded before their
+    /// response either way. 0 writes every usage record before its
+    /// response. At most 1 000. Default: 10 on sled and in memory (one
+    /// process owns the store, so no one else reads it; 4× less time per
+    /// invocation on sled, decision 0036), 0 on PostgreSQL and on a store
+    /// the embedder built (other executors read the same usage).
+    pub usage_defer_ms: Option<u64>,
     /// `Retry-After` seconds on `503`. Default 1.
     pub retry_after_secs: u64,
     /// Serve requests without a token (refused unless the listen address is
@@ -170,6 +182,7 @@ impl Default for ServeConfig {
             send_buffer_bytes: 0,
             drain_timeout_ms: 30_000,
             idle_release_ms: 30_000,
+            usage_defer_ms: None,
             retry_after_secs: 1,
             anonymous_loopback: false,
             anonymous_scopes: Vec::new(),

@@ -16,6 +16,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
+use wop_runtime::metering::UsageCommit;
 use wop_runtime::store::KvStore;
 use wop_runtime::tools::RegisteredTool;
 use wop_runtime::{Policy, Principal, Runtime, RuntimeConfig};
@@ -214,6 +215,13 @@ fn node_infos(
 /// Refusals in progress at once (each lasts at most [`REFUSE_LINGER`]);
 /// beyond this many, an over-cap connection is closed without an answer.
 const REFUSING_MAX: usize = 256;
+
+/// The longest `usageDeferMs` (the most usage a crash may lose).
+const MAX_USAGE_DEFER_MS: u64 = 1000;
+
+/// `usageDeferMs` on a store only this process uses (sled, memory).
+const DEFAULT_USAGE_DEFER_MS: u64 = 10;
+
 /// How long a refused connection may take to receive its `503` and close.
 const REFUSE_LINGER: Duration = Duration::from_secs(1);
 /// How much of a refused connection's request is read (and discarded) so
@@ -304,6 +312,23 @@ impl Server {
         };
         let mut rc = RuntimeConfig::new();
         rc.policy(opts.policy.clone()).effect_store(store);
+        let defer_ms = cfg.usage_defer_ms.unwrap_or(match &opts.store {
+            StoreChoice::Spec(s) if wop_runtime::store::is_postgres_url(s) => 0,
+            StoreChoice::Custom(_) => 0,
+            StoreChoice::Spec(_) | StoreChoice::Memory => DEFAULT_USAGE_DEFER_MS,
+        });
+        if defer_ms > MAX_USAGE_DEFER_MS {
+            return Err(ServeError::Config(format!(
+                "usageDeferMs = {defer_ms} is more than {MAX_USAGE_DEFER_MS}: a crash loses up \
+                 to this window of usage records; choose 0 (durable) to {MAX_USAGE_DEFER_MS}"
+            )));
+        }
+        if defer_ms > 0 {
+            rc.usage_commit(UsageCommit::Deferred {
+                window: Duration::from_millis(defer_ms),
+                max_records: 1000,
+            });
+        }
         if let Some(d) = &opts.cache_dir {
             rc.cache_dir(d);
         }
@@ -508,6 +533,10 @@ impl Server {
         {
             tracing::warn!("invocations still running at exit");
             crate::idem::release_cut(&state).await;
+        }
+        // Usage held back by `usageDeferMs` (nothing with the default).
+        if let Err(e) = state.rt.flush_usage().await {
+            tracing::error!(error = %e, "cannot persist the deferred usage records at exit");
         }
         // Every store write is durable before it returns (sled flushes per
         // write, group-committed); dropping the runtime closes the store.

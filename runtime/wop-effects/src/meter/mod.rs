@@ -40,11 +40,13 @@ use wop_core::budget::*;
 
 mod combine;
 mod compact;
+mod deferred;
 mod ledger;
 mod queries;
 mod recording;
 mod stored;
 
+pub use deferred::UsageCommit;
 pub use queries::UsageScope;
 pub use stored::RunRollup;
 
@@ -84,6 +86,9 @@ pub struct MeterOptions {
     /// Identifiers (pack, node, run, tool ids, ...) in a stored usage record
     /// are cut to this many bytes. Default 128.
     pub identifier_bytes: usize,
+    /// How the usage of a run without a budget is committed. Default
+    /// [`UsageCommit::Durable`].
+    pub usage_commit: UsageCommit,
 }
 
 impl Default for MeterOptions {
@@ -93,6 +98,7 @@ impl Default for MeterOptions {
             breakdown_entries: 8,
             tool_ids: 32,
             identifier_bytes: 128,
+            usage_commit: UsageCommit::Durable,
         }
     }
 }
@@ -105,6 +111,9 @@ pub struct Meter {
     options: MeterOptions,
     /// Group commit of the roll-up records, shared by this meter's clones.
     rollups: Arc<recording::Rollups>,
+    /// Usage of unbudgeted runs waiting for its write
+    /// ([`UsageCommit::Deferred`]), shared by this meter's clones.
+    queue: Arc<deferred::Queue>,
 }
 
 impl Meter {
@@ -120,6 +129,7 @@ impl Meter {
             prices,
             options,
             rollups: Arc::default(),
+            queue: Arc::default(),
         }
     }
 

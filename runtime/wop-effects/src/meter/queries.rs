@@ -33,6 +33,8 @@ impl Meter {
         scope: UsageScope<'_>,
         pack: Option<&str>,
     ) -> Result<Vec<Usage>, MeterError> {
+        // This process's deferred usage first: a reader sees its own.
+        self.flush().await?;
         let prefix = match scope {
             UsageScope::All => "usage/".to_owned(),
             UsageScope::Tenant(t) => keys::usage_prefix(t, None),
@@ -87,6 +89,8 @@ impl Meter {
         tenant: &str,
         run: &str,
     ) -> Result<Option<RunRollup>, MeterError> {
+        // This process's deferred usage first: a reader sees its own.
+        self.flush().await?;
         let k = keys::run_rollup(tenant, run);
         match self.kv.get(&k).await? {
             Some(b) => RunRollup::decode(&b)
@@ -108,6 +112,8 @@ impl Meter {
         scope: UsageScope<'_>,
         pack: Option<&str>,
     ) -> Result<(BTreeMap<String, Rollup>, BTreeMap<String, Rollup>), MeterError> {
+        // This process's deferred usage first: a reader sees its own.
+        self.flush().await?;
         let mut by_run: BTreeMap<String, Rollup> = BTreeMap::new();
         let mut by_pack: BTreeMap<String, Rollup> = BTreeMap::new();
         let currency = self.prices.currency.clone();
@@ -187,6 +193,8 @@ impl Meter {
     /// purged). Ledgers are not touched. Pages through the store; returns
     /// how many records were deleted.
     pub async fn purge(&self, older_than_ms: u64) -> Result<usize, MeterError> {
+        // This process's deferred usage first: a reader sees its own.
+        self.flush().await?;
         let mut doomed = Vec::new();
         self.for_each_page("usage/", |page| {
             for (k, v) in page {

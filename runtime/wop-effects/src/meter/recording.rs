@@ -80,9 +80,27 @@ impl Meter {
                 .await?;
             events = ev;
         }
+        let now = wop_core::time::now_ms();
+        if !has_budget && self.defer(usage, now).await? {
+            return Ok(events);
+        }
+        self.record_now(usage, 0, now).await?;
+        Ok(events)
+    }
+
+    /// Writes an invocation's roll-ups and (under the run's cap) its usage
+    /// record, as of `now`; durable when this returns. `dropped`: entries
+    /// of the host-call breakdown already cut from `usage` (counted in the
+    /// stored record like those cut here).
+    pub(super) async fn record_now(
+        &self,
+        usage: &Usage,
+        dropped: u64,
+        now: u64,
+    ) -> Result<(), MeterError> {
+        let (tenant, run) = (usage.tenant_id.as_str(), usage.run_id.as_str());
         static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let now = wop_core::time::now_ms();
         let label = pack_label(usage);
         let mut delta = Rollup {
             currency: self.prices.currency.clone(),
@@ -138,7 +156,7 @@ impl Meter {
         let record_write = async {
             if write_record {
                 self.kv
-                    .put(&record_key, self.bounded(usage).encode())
+                    .put(&record_key, self.bounded(usage, dropped).encode())
                     .await?;
             }
             Ok::<(), MeterError>(())
@@ -148,12 +166,13 @@ impl Meter {
         if write_record && !keep {
             self.kv.remove(&record_key).await?;
         }
-        Ok(events)
+        Ok(())
     }
 
     /// The copy of `u` that is stored: identifiers cut, breakdown and
-    /// per-tool counts capped.
-    fn bounded(&self, u: &Usage) -> StoredUsage {
+    /// per-tool counts capped (`dropped` breakdown entries were cut
+    /// before).
+    fn bounded(&self, u: &Usage, dropped: u64) -> StoredUsage {
         let o = &self.options;
         let id = |s: &str| cut(s, o.identifier_bytes);
         let mut v = u.clone();
@@ -182,10 +201,10 @@ impl Meter {
             *tools.entry("(other)".to_owned()).or_insert(0) += other;
         }
         v.tool_calls_by_id = tools;
-        let dropped = u
-            .host_call_breakdown
-            .len()
-            .saturating_sub(o.breakdown_entries);
+        let dropped = dropped
+            + u.host_call_breakdown
+                .len()
+                .saturating_sub(o.breakdown_entries) as u64;
         v.host_call_breakdown.truncate(o.breakdown_entries);
         for r in &mut v.host_call_breakdown {
             r.interface = id(&r.interface);
@@ -196,7 +215,7 @@ impl Meter {
         }
         StoredUsage {
             usage: v,
-            host_call_breakdown_dropped: dropped as u64,
+            host_call_breakdown_dropped: dropped,
         }
     }
 }

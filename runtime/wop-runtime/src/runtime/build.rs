@@ -33,6 +33,7 @@ pub struct RuntimeConfig {
     tools: Vec<RegisteredTool>,
     resolver: Option<Arc<dyn wop_gate::Resolver>>,
     otlp: Option<wop_gate::otlp::Config>,
+    usage_commit: Option<wop_effects::UsageCommit>,
 }
 
 impl RuntimeConfig {
@@ -90,6 +91,18 @@ impl RuntimeConfig {
     /// By default no trace is kept.
     pub fn otlp(&mut self, cfg: wop_gate::otlp::Config) -> &mut Self {
         self.otlp = Some(cfg);
+        self
+    }
+
+    /// How the usage of runs without a budget is committed. By default
+    /// [`UsageCommit::Durable`](wop_effects::UsageCommit::Durable): every
+    /// usage record and roll-up is stored before the invocation's report
+    /// returns. [`UsageCommit::Deferred`](wop_effects::UsageCommit::Deferred)
+    /// writes them off the invocation's path within a bounded window;
+    /// call [`Runtime::flush_usage`](super::Runtime::flush_usage) at drain.
+    /// Runs with a budget are always recorded before the report returns.
+    pub fn usage_commit(&mut self, commit: wop_effects::UsageCommit) -> &mut Self {
+        self.usage_commit = Some(commit);
         self
     }
 
@@ -201,7 +214,17 @@ pub(super) fn inner(config: &RuntimeConfig) -> Result<(Inner, InvokerSlot), Conf
     let gate = Arc::new(build_gate(config, &me)?);
     let mcp = wop_gate::mcp::McpGateway::new(config.policy.mcp.servers.clone())
         .map_err(ConfigError::Policy)?;
-    let meter = Meter::new(gate.effects().kv().clone(), config.policy.prices.clone());
+    let meter_options = wop_effects::MeterOptions {
+        usage_commit: config
+            .usage_commit
+            .unwrap_or(wop_effects::UsageCommit::Durable),
+        ..Default::default()
+    };
+    let meter = Meter::with_options(
+        gate.effects().kv().clone(),
+        config.policy.prices.clone(),
+        meter_options,
+    );
     let inner = Inner {
         gate,
         egress: Arc::new(wop_gate::Egress::new(

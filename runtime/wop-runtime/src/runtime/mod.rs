@@ -369,6 +369,14 @@ impl Runtime {
         self.inner.meter.rollup(scope, pack).await
     }
 
+    /// Stores the usage that [`UsageCommit::Deferred`](wop_effects::UsageCommit::Deferred)
+    /// is still holding; returns when it is durable. Call it at drain
+    /// (`wop serve` does, after the last invocation). With durable usage
+    /// it returns at once.
+    pub async fn flush_usage(&self) -> Result<(), MeterError> {
+        self.inner.meter.flush().await
+    }
+
     /// The budget ledger of `tenant`'s run `run`, if the run has started.
     pub async fn ledger(&self, tenant: &str, run: &str) -> Result<Option<Ledger>, MeterError> {
         self.inner.meter.ledger(tenant, run).await

@@ -356,3 +356,45 @@ fn regex_lite(_: &str) -> impl Fn(&str) -> bool {
         }
     }
 }
+
+/// `usageDeferMs`: usage of unbudgeted runs is written off the response
+/// path, and all of it is stored when the server drains (checked in the
+/// store itself right after the stop, well inside the window).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deferred_usage_is_stored_at_drain() {
+    use wop_runtime::store::KvStore as _;
+    let kv = std::sync::Arc::new(wop_runtime::store::MemoryStore::new());
+    let store = wop_serve::StoreChoice::Custom(kv.clone());
+    let s = start_on("", &serve_toml("usageDeferMs = 1000"), &["hello"], store).await;
+    for i in 0..3 {
+        let body = json!({"typeId": "wop.samples.hello", "inputs": {"name": "Ada"},
+                          "nodeContext": {"runId": "wf/deferred", "nodeId": format!("n{i}"), "tenantId": "acme", "attempt": 1}});
+        let r = post_json(s.addr, "/host/wop/invocations", TOKEN, &body).await;
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    }
+    s.stop().await;
+    let records = kv.scan_prefix("usage/", 100).await.unwrap();
+    assert_eq!(
+        records.len(),
+        3,
+        "every deferred usage record stored at drain"
+    );
+}
+
+/// `usageDeferMs` past its bound is refused at start, with the bound.
+#[tokio::test]
+async fn usage_defer_past_its_bound_is_refused() {
+    let dir = packs(&["hello"]);
+    let mut opts = ServeOptions::new("127.0.0.1:0".parse().unwrap());
+    opts.packs_dir(dir.path())
+        .store(wop_serve::StoreChoice::Memory)
+        .config(ServeConfig::from_toml("usageDeferMs = 60000").unwrap());
+    let Err(e) = Server::bind(opts).await else {
+        panic!("a 60 s usage window was accepted");
+    };
+    let text = e.to_string();
+    assert!(
+        text.contains("usageDeferMs") && text.contains("1000"),
+        "{text}"
+    );
+}

@@ -1,0 +1,154 @@
+//! Usage of runs without a budget, committed off the invocation's path
+//! ([`UsageCommit::Deferred`]).
+//!
+//! Nothing decides anything from an unbudgeted run's usage while it runs:
+//! its roll-ups and records are reports. So when the operator chooses it,
+//! [`Meter::record_with`] only queues them here and returns; a background
+//! flush writes the queue (through the same grouped roll-up writes as a
+//! durable record) at most `window` after the first queued record, or at
+//! once when `max_records` are waiting (that recorder waits for the
+//! write: the queue never grows past its bound). Every read of usage
+//! ([`Meter::usage`], [`Meter::run_rollup`], [`Meter::rollup`],
+//! [`Meter::purge`]) and [`Meter::flush`] (drain) write the queue first,
+//! so this process always reads its own records. A crash loses at most
+//! the queue: usage records and roll-up counts of unbudgeted runs, never
+//! an effect claim, a ledger or a budget debit (budgeted runs are always
+//! recorded before the report returns).
+
+use super::{Meter, MeterError};
+use std::sync::Mutex;
+use std::time::Duration;
+use wop_core::model::Usage;
+
+/// How the usage of a run without a budget is committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageCommit {
+    /// Durable before the invocation's report returns.
+    Durable,
+    /// Queued in this process and written within `window` or once
+    /// `max_records` are queued, whichever comes first; written at
+    /// [`Meter::flush`] (drain). A crash loses at most the queue.
+    Deferred {
+        /// Longest a queued record waits for its write.
+        window: Duration,
+        /// Most records queued; the recorder that reaches it writes them.
+        max_records: usize,
+    },
+}
+
+impl UsageCommit {
+    /// The deferred commit with the bounds issue 35 names: 10 ms or 1,000
+    /// records.
+    pub const DEFERRED: UsageCommit = UsageCommit::Deferred {
+        window: Duration::from_millis(10),
+        max_records: 1000,
+    };
+}
+
+/// The queue (shared by a meter's clones).
+#[derive(Default)]
+pub(super) struct Queue {
+    /// Waiting records: the usage (its breakdown cut to what is stored)
+    /// and when it was recorded.
+    waiting: Mutex<Vec<Queued>>,
+    /// Held while a flush writes, so that a reader's flush returns only
+    /// after every record queued before it is stored.
+    writing: tokio::sync::Mutex<()>,
+}
+
+pub(super) struct Queued {
+    usage: Usage,
+    /// Breakdown entries cut before queueing.
+    dropped: u64,
+    at_ms: u64,
+}
+
+impl Queue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Queued>> {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Meter {
+    /// Queues an unbudgeted invocation's usage (see the module docs), or
+    /// returns it when this meter commits usage durably or no tokio
+    /// runtime can run the timed flush.
+    pub(super) async fn defer(&self, usage: &Usage, at_ms: u64) -> Result<bool, MeterError> {
+        let UsageCommit::Deferred {
+            window,
+            max_records,
+        } = self.options.usage_commit
+        else {
+            return Ok(false);
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return Ok(false);
+        };
+        // Only what the stored record keeps of the breakdown (its one
+        // list that grows with the invocation's host calls), so the queue
+        // stays bounded whatever the invocations did.
+        let mut kept = usage.clone();
+        let cut = kept
+            .host_call_breakdown
+            .len()
+            .saturating_sub(self.options.breakdown_entries);
+        kept.host_call_breakdown
+            .truncate(self.options.breakdown_entries);
+        let queued = {
+            let mut q = self.queue.lock();
+            q.push(Queued {
+                usage: kept,
+                dropped: cut as u64,
+                at_ms,
+            });
+            q.len()
+        };
+        if queued >= max_records.max(1) {
+            self.flush().await?;
+        } else if queued == 1 {
+            let meter = self.clone();
+            runtime.spawn(async move {
+                tokio::time::sleep(window).await;
+                if let Err(e) = meter.flush().await {
+                    tracing::error!(error = %e, "cannot persist deferred usage");
+                }
+            });
+        }
+        Ok(true)
+    }
+
+    /// Writes every queued usage record and roll-up (see
+    /// [`UsageCommit::Deferred`]); returns when they are stored. Call it
+    /// at drain. With durable usage, or nothing queued, it returns at
+    /// once. The first failure is returned after every record was tried.
+    pub async fn flush(&self) -> Result<(), MeterError> {
+        // Taken even when nothing is queued: a flush in progress may hold
+        // records this caller must be able to read when it returns.
+        let _writing = self.queue.writing.lock().await;
+        let batch = std::mem::take(&mut *self.queue.lock());
+        if batch.is_empty() {
+            return Ok(());
+        }
+        // Concurrently, so that the roll-up writes of one run or pack group.
+        let mut writes = tokio::task::JoinSet::new();
+        for q in batch {
+            let meter = self.clone();
+            writes.spawn(async move { meter.record_now(&q.usage, q.dropped, q.at_ms).await });
+        }
+        let mut first = Ok(());
+        while let Some(done) = writes.join_next().await {
+            let r = done
+                .map_err(|e| MeterError::Batch(format!("a deferred usage write failed: {e}")))
+                .and_then(|r| r.map(|_| ()));
+            if let Err(e) = r
+                && first.is_ok()
+            {
+                first = Err(e);
+            }
+        }
+        first
+    }
+}
+
+#[cfg(test)]
+mod tests;
