@@ -1,6 +1,6 @@
 //! The guarded HTTP client behind `http.safe-fetch`.
 //!
-//! - Names are resolved **once**, through a [`Resolver`], by
+//! - Names are resolved **once**, through a [`crate::Resolver`], by
 //!   [`super::Egress::resolve_checked`]; the whole answer is refused if any
 //!   address is forbidden. The validated addresses are *pinned* for the
 //!   request, and reqwest's DNS hook ([`Pinned`]) returns only pinned
@@ -26,28 +26,6 @@ use std::time::{Duration, Instant};
 use wop_core::egress::{Decision, Denial, Target, UPSTREAM_UNAVAILABLE, check_url};
 use wop_core::error::ErrorCode;
 use wop_core::secrets::{Credential, Credentials, decide, redact};
-
-/// Resolves host names for safe-fetch. The default is [`SystemResolver`];
-/// tests inject fakes through `RuntimeConfig::resolver`.
-#[async_trait::async_trait]
-pub trait Resolver: Send + Sync {
-    /// Every address `name` (lowercase ASCII, no trailing dot) resolves to.
-    async fn resolve(&self, name: &str) -> Result<Vec<IpAddr>, String>;
-}
-
-/// The operating system's resolver (`getaddrinfo` via tokio).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemResolver;
-
-#[async_trait::async_trait]
-impl Resolver for SystemResolver {
-    async fn resolve(&self, name: &str) -> Result<Vec<IpAddr>, String> {
-        tokio::net::lookup_host((name, 0))
-            .await
-            .map(|it| it.map(|sa| sa.ip()).collect())
-            .map_err(|e| e.to_string())
-    }
-}
 
 /// reqwest's DNS hook: answers only with addresses validated for this
 /// request, keyed by the URL's host text.

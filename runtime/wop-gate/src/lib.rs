@@ -41,8 +41,7 @@ pub mod tools;
 pub mod trace;
 
 pub use audit::{Audit, LogAudit};
-pub use egress::{Egress, PackEgress};
-pub use fetch_client::{Resolver, SystemResolver};
+pub use egress::{Egress, PackEgress, Resolver, SystemResolver};
 pub use gate::*;
 pub use pack_tool::NodeInvoker;
 pub use session::{GateSession, SessionUsage};
