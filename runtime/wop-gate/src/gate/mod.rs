@@ -16,6 +16,7 @@ use wop_core::model::{Principal, RunContext};
 use wop_core::ratelimit::RateLimiter;
 use wop_effects::effects::{EffectTimings, Effects};
 
+mod effect;
 mod errors;
 mod perform;
 
