@@ -61,7 +61,7 @@ impl Egress {
     }
 
     /// Resolves a target's name once and validates the whole answer. An IP
-    /// literal never reaches the resolver (it was judged by [`check_url`]);
+    /// literal never reaches the resolver (it was judged by [`wop_core::egress::check_url`]);
     /// the result is empty for it.
     pub async fn resolve_checked(
         &self,

@@ -312,7 +312,10 @@ fn tool_call(
         timeout: tool.timeout.min(remaining),
         depth: site.depth,
         credentials,
-        traceparent: ret.span.as_ref().map(crate::trace::Started::traceparent),
+        traceparent: ret
+            .span
+            .as_ref()
+            .map(crate::telemetry::Started::traceparent),
     }
 }
 
