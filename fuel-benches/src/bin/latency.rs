@@ -61,7 +61,7 @@ async fn main() {
     let traced = |sampler| async move {
         let collector = wop_testkit::Server::start(wop_testkit::Mode::Ok).await;
         let mut cfg = wop_runtime::RuntimeConfig::new();
-        cfg.otlp(wop_runtime::gate::otlp::Config {
+        cfg.otlp(wop_runtime::gate::telemetry::otlp::Config {
             endpoint: collector.url("/v1/traces"),
             headers: Vec::new(),
             sampler,
@@ -72,7 +72,7 @@ async fn main() {
             .unwrap();
         (rt, collector)
     };
-    use wop_runtime::gate::otlp::Sampler;
+    use wop_runtime::gate::telemetry::otlp::Sampler;
     let (traced_rt, collector) = traced(Sampler::AlwaysOn).await;
     let (sampled_rt, sampled_collector) =
         traced(Sampler::from_vars(Some("traceidratio"), Some("0.01")).0).await;

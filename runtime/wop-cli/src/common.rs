@@ -126,19 +126,20 @@ fn build_runtime(c: &Common, with_store: bool) -> Result<Runtime, Failure> {
         eprintln!("wop: {}", crate::output::LOOPBACK_WARNING);
     }
     let mut cfg = RuntimeConfig::new();
-    let (otlp, warning) = wop_runtime::gate::otlp::Config::from_env();
+    let (otlp, warning) = wop_runtime::gate::telemetry::otlp::Config::from_env();
     if let Some(w) = warning {
         eprintln!("wop: warning: {w}");
     }
     let otlp = match &c.otlp {
         Some(url) => {
-            let (sampler, sampler_warning) = wop_runtime::gate::otlp::Config::sampler_from_env();
+            let (sampler, sampler_warning) =
+                wop_runtime::gate::telemetry::otlp::Config::sampler_from_env();
             if otlp.is_none()
                 && let Some(w) = sampler_warning
             {
                 eprintln!("wop: warning: {w}");
             }
-            Some(wop_runtime::gate::otlp::Config {
+            Some(wop_runtime::gate::telemetry::otlp::Config {
                 endpoint: url.clone(),
                 headers: otlp.map(|o| o.headers).unwrap_or_default(),
                 sampler,

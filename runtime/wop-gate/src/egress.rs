@@ -1,7 +1,6 @@
 //! The runtime-wide egress engine (settings + resolver) and what one pack
 //! may reach. The checks themselves are pure: `wop_core::egress`.
 
-use crate::fetch_client::{Resolver, SystemResolver};
 use serde_json::json;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -9,6 +8,28 @@ use std::time::Duration;
 use wop_core::egress::host::HostName;
 use wop_core::egress::{AllowList, Denial, EgressSettings, Target, check_answer};
 use wop_core::error::ErrorCode;
+
+/// Resolves host names for safe-fetch. The default is [`SystemResolver`];
+/// tests inject fakes through `RuntimeConfig::resolver`.
+#[async_trait::async_trait]
+pub trait Resolver: Send + Sync {
+    /// Every address `name` (lowercase ASCII, no trailing dot) resolves to.
+    async fn resolve(&self, name: &str) -> Result<Vec<IpAddr>, String>;
+}
+
+/// The operating system's resolver (`getaddrinfo` via tokio).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemResolver;
+
+#[async_trait::async_trait]
+impl Resolver for SystemResolver {
+    async fn resolve(&self, name: &str) -> Result<Vec<IpAddr>, String> {
+        tokio::net::lookup_host((name, 0))
+            .await
+            .map(|it| it.map(|sa| sa.ip()).collect())
+            .map_err(|e| e.to_string())
+    }
+}
 
 /// The runtime-wide egress engine: settings and the resolver.
 pub struct Egress {
@@ -40,7 +61,7 @@ impl Egress {
     }
 
     /// Resolves a target's name once and validates the whole answer. An IP
-    /// literal never reaches the resolver (it was judged by [`check_url`]);
+    /// literal never reaches the resolver (it was judged by [`wop_core::egress::check_url`]);
     /// the result is empty for it.
     pub async fn resolve_checked(
         &self,

@@ -17,7 +17,7 @@ use wop_core::egress::{self, Decision, Denial, Target};
 use wop_core::error::ErrorCode;
 use wop_core::events::Event;
 use wop_core::secrets::handle::{self, Handles};
-use wop_core::secrets::{Credentials, decide};
+use wop_core::secrets::{Credential, Credentials, decide};
 
 /// One header.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,7 +138,8 @@ fn plan_checks(
 /// call reached [`Gate::call_authorized`].
 pub(crate) type Performed = Option<(String, CallReceipt)>;
 
-/// Runs one safe-fetch: checks, `egress.decided`, then the gate.
+/// Runs one safe-fetch: the checks before the gate, each decision an
+/// `egress.decided` (a refusal is a [`Gate::deny`]), then the gate.
 pub(crate) async fn fetch(
     gate: &Gate,
     egress: Option<&PackEgress>,
@@ -156,12 +157,43 @@ pub(crate) async fn fetch(
         return (Err(e), None);
     };
     let args = arguments(&request, handles);
-    let rough = egress::parse_url(&request.url).ok();
-    let deny = |d: Denial, destination: String, tool_id: String, scope: &mut CallScope<'_>| {
-        scope
-            .events
-            .push(Decision::denied(destination.clone(), &d).event());
-        let err = GateError {
+    let key = request.idempotency_key.clone();
+    let plan = match admit(egress, scope, request, handles).await {
+        Ok(plan) => plan,
+        Err(Refused { tool_id, error }) => {
+            return (Err(gate.deny(scope, &tool_id, &args, error)), None);
+        }
+    };
+    let tool_id = plan.target.tool_id();
+    let (r, receipt) = perform(gate, egress, scope, plan, args, key.as_deref()).await;
+    let r = r.and_then(|v| {
+        response_of(&v).ok_or_else(|| GateError {
+            kind: GateErrorKind::Failed,
+            code: ErrorCode::InternalError,
+            message: "the recorded response is malformed".to_owned(),
+            details: Value::Null,
+        })
+    });
+    (r, Some((tool_id, receipt)))
+}
+
+/// A fetch refused before the gate: the tool id it is reported under and
+/// the error for [`Gate::deny`].
+struct Refused {
+    tool_id: String,
+    error: GateError,
+}
+
+impl Refused {
+    /// A check's denial at `destination`, its `egress.decided` emitted.
+    fn denied(
+        d: Denial,
+        destination: String,
+        tool_id: String,
+        events: &mut dyn crate::audit::Audit,
+    ) -> Refused {
+        events.push(Decision::denied(destination.clone(), &d).event());
+        let error = GateError {
             kind: if d.code == ErrorCode::EgressDenied {
                 GateErrorKind::Forbidden
             } else {
@@ -171,26 +203,35 @@ pub(crate) async fn fetch(
             message: d.message.clone(),
             details: d.details(&destination),
         };
-        gate.deny(scope, &tool_id, &args, err)
-    };
+        Refused { tool_id, error }
+    }
+}
 
+/// The checks before the gate, in order: the request itself
+/// ([`plan_checks`]), the destination's addresses (resolved once, every
+/// one judged), then the credentials that go with it. The plan the
+/// guarded client performs, or the refusal.
+async fn admit(
+    egress: &PackEgress,
+    scope: &mut CallScope<'_>,
+    request: FetchRequest,
+    handles: &Handles,
+) -> Result<FetchPlan, Refused> {
     let creds = &scope.site.credentials;
-    let (target, method, headers, named) = match plan_checks(egress, &request, handles, creds) {
-        Ok(p) => p,
-        Err(d) => {
-            let (dest, tool) = match &rough {
-                Some(u) => (
-                    egress::rough_authority(u),
+    let (target, method, headers, named) =
+        plan_checks(egress, &request, handles, creds).map_err(|d| {
+            let (dest, tool) = match egress::parse_url(&request.url) {
+                Ok(u) => (
+                    egress::rough_authority(&u),
                     format!(
                         "http:{}",
                         u.host_str().filter(|h| !h.is_empty()).unwrap_or("invalid")
                     ),
                 ),
-                None => (String::new(), "http:invalid".to_owned()),
+                Err(_) => (String::new(), "http:invalid".to_owned()),
             };
-            return (Err(deny(d, dest, tool, scope)), None);
-        }
-    };
+            Refused::denied(d, dest, tool, scope.events)
+        })?;
     let within = scope
         .site
         .deadline
@@ -198,23 +239,39 @@ pub(crate) async fn fetch(
     let addrs = match egress.engine.resolve_checked(&target, within).await {
         Ok(a) => a,
         Err(d) => {
-            return (
-                Err(deny(d, target.authority(), target.tool_id(), scope)),
-                None,
-            );
+            let (dest, tool) = (target.authority(), target.tool_id());
+            return Err(Refused::denied(d, dest, tool, scope.events));
         }
     };
     scope
         .events
         .push(Decision::allowed(target.authority(), None).event());
-    // The credentials that go with it (RFC 0079 §C).
+    let credentials = credentials(scope, &target, &named)?;
+    Ok(FetchPlan {
+        target,
+        addrs,
+        method,
+        headers,
+        body: request.body,
+        credentials,
+        redact: scope.site.credentials.clone(),
+    })
+}
+
+/// The credentials that go with the first request (RFC 0079 §C), each
+/// decision an `egress.decided`; or the refusal.
+fn credentials(
+    scope: &mut CallScope<'_>,
+    target: &Target,
+    named: &[String],
+) -> Result<Vec<Arc<Credential>>, Refused> {
     let creds = &scope.site.credentials;
     let plan = if creds.is_empty() && named.is_empty() {
         decide::Plan::default()
     } else {
         decide::first_request(
             creds,
-            &named,
+            named,
             &target.dest(),
             target.url.path(),
             wop_core::time::now_ms(),
@@ -226,51 +283,33 @@ pub(crate) async fn fetch(
             .push(Decision::credential(target.authority(), d).event());
     }
     let reason = plan.refusal_reason();
-    if let Some(message) = plan.refused {
-        let err = GateError {
-            kind: GateErrorKind::Forbidden,
-            code: ErrorCode::EgressDenied,
-            message,
-            details: json!({"reason": reason, "destination": target.authority()}),
-        };
-        return (Err(gate.deny(scope, &target.tool_id(), &args, err)), None);
+    match plan.refused {
+        None => Ok(plan.attach),
+        Some(message) => Err(Refused {
+            tool_id: target.tool_id(),
+            error: GateError {
+                kind: GateErrorKind::Forbidden,
+                code: ErrorCode::EgressDenied,
+                message,
+                details: json!({"reason": reason, "destination": target.authority()}),
+            },
+        }),
     }
+}
 
-    let read = egress::is_read(&method);
-    let tool_id = target.tool_id();
-    let mut descriptor = ToolDescriptor::new(
-        tool_id.clone(),
-        ToolSource::HostExtension,
-        if read {
-            SafetyTier::Read
-        } else {
-            SafetyTier::Write
-        },
-    );
-    descriptor.title = Some(format!("safe-fetch {}", target.authority()));
-    descriptor.egress = Some(crate::tools::Egress::SafeFetch);
-    let settings = *egress.engine.settings();
-    let provider = Arc::new(GuardedFetch::new(
-        egress.clone(),
-        FetchPlan {
-            target,
-            addrs,
-            method,
-            headers,
-            body: request.body,
-            credentials: plan.attach,
-            redact: scope.site.credentials.clone(),
-        },
-    ));
-    let tool = RegisteredTool {
-        descriptor,
-        tenants: None,
-        rate: settings.rate,
-        timeout: settings.timeout,
-        provider: provider.clone(),
-    };
-    // The call's events are held until it ends: redirect-hop decisions,
-    // known only then, go before its `agent.tool-returned`.
+/// The gate's part: the checked request as the tool `http:<host>`,
+/// through [`Gate::call_authorized`]. The call's events are held until it
+/// ends: redirect-hop decisions, known only then, go before its
+/// `agent.tool-returned`.
+async fn perform(
+    gate: &Gate,
+    egress: &PackEgress,
+    scope: &mut CallScope<'_>,
+    plan: FetchPlan,
+    args: Value,
+    idempotency_key: Option<&str>,
+) -> (Result<Value, GateError>, CallReceipt) {
+    let (tool, provider) = tool_for(egress, plan);
     let mut held: Vec<Event> = Vec::new();
     let (r, receipt) = gate
         .call_authorized(
@@ -280,8 +319,8 @@ pub(crate) async fn fetch(
                 events: &mut held,
             },
             &tool,
-            args.clone(),
-            request.idempotency_key.as_deref(),
+            args,
+            idempotency_key,
         )
         .await;
     let hops = provider.take_decisions();
@@ -292,15 +331,32 @@ pub(crate) async fn fetch(
         }
     }
     scope.events.extend(held);
-    let r = r.and_then(|v| {
-        response_of(&v).ok_or_else(|| GateError {
-            kind: GateErrorKind::Failed,
-            code: ErrorCode::InternalError,
-            message: "the recorded response is malformed".to_owned(),
-            details: Value::Null,
-        })
-    });
-    (r, Some((tool_id, receipt)))
+    (r, receipt)
+}
+
+/// The gate tool `http:<host>` of a checked request (read tier for
+/// GET/HEAD, else an effect), and its provider, the guarded client (kept
+/// to read the redirect-hop decisions).
+fn tool_for(egress: &PackEgress, plan: FetchPlan) -> (RegisteredTool, Arc<GuardedFetch>) {
+    let tier = if egress::is_read(&plan.method) {
+        SafetyTier::Read
+    } else {
+        SafetyTier::Write
+    };
+    let mut descriptor =
+        ToolDescriptor::new(plan.target.tool_id(), ToolSource::HostExtension, tier);
+    descriptor.title = Some(format!("safe-fetch {}", plan.target.authority()));
+    descriptor.egress = Some(crate::tools::Egress::SafeFetch);
+    let settings = *egress.engine.settings();
+    let provider = Arc::new(GuardedFetch::new(egress.clone(), plan));
+    let tool = RegisteredTool {
+        descriptor,
+        tenants: None,
+        rate: settings.rate,
+        timeout: settings.timeout,
+        provider: provider.clone(),
+    };
+    (tool, provider)
 }
 
 fn response_of(v: &Value) -> Option<FetchResponse> {

@@ -25,6 +25,10 @@
 //! **MCP** ([`mcp`]). `ctx.mcp` on the runtime's [`mcp::McpGateway`]:
 //! `call-tool` is the gate tool `mcp:<server>/<tool>`; listings, resource
 //! reads and health are reads on a granted server.
+//!
+//! **Telemetry** ([`telemetry`]). Each host call is a span of its
+//! invocation's trace ([`telemetry::TraceSite`]); the runtime exports them
+//! over OTLP ([`telemetry::otlp`]).
 
 mod audit;
 pub mod egress;
@@ -33,17 +37,17 @@ pub mod fetch_client;
 mod gate;
 pub mod http_tool;
 pub mod mcp;
-pub mod otlp;
 pub mod pack_tool;
 pub mod secrets;
 mod session;
+pub mod telemetry;
 pub mod tools;
-pub mod trace;
 
 pub use audit::{Audit, LogAudit};
-pub use egress::{Egress, PackEgress};
-pub use fetch_client::{Resolver, SystemResolver};
+pub use egress::{Egress, PackEgress, Resolver, SystemResolver};
 pub use gate::*;
 pub use pack_tool::NodeInvoker;
 pub use session::{GateSession, SessionUsage};
+/// The span exporter at its first path, which `wop-serve` still names.
+pub use telemetry::otlp;
 pub use tools::{RegisteredTool, ToolProvider, ToolRegistry};

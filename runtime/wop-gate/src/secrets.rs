@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::io::Read as _;
 use std::sync::Arc;
+use wop_core::manifest::{Language, Manifest};
 use wop_core::policy::Policy;
 use wop_core::secrets::{
     Credential, Credentials, SecretRequirement, SecretScope, SecretSpec, Source,
@@ -104,9 +105,44 @@ impl SecretStore {
         out
     }
 
+    /// The credentials of one invocation of the node `type_id` of the pack
+    /// `manifest` describes, for `tenant`: the node's declared secrets
+    /// that `policy` grants the pack, each resolved; or the first one that
+    /// is not available. A JavaScript pack declares none: each of its
+    /// nodes may have what the operator granted the pack (it asks for one
+    /// by id at run time, `ctx.secrets.resolve`). An unknown node has none.
+    pub fn for_node(
+        &self,
+        manifest: &Manifest,
+        type_id: &str,
+        policy: &Policy,
+        tenant: &str,
+    ) -> Result<Credentials, Unavailable> {
+        let Some(node) = manifest.nodes.iter().find(|n| n.type_id == type_id) else {
+            return Ok(Credentials::default());
+        };
+        let granted = policy
+            .packs
+            .get(&manifest.name)
+            .map_or(&[][..], |g| g.secrets.as_slice());
+        let derived: Vec<SecretRequirement>;
+        let reqs = if node.requires_secrets.is_empty()
+            && manifest.runtime.language == Language::Javascript
+        {
+            derived = granted
+                .iter()
+                .map(|id| SecretRequirement::granted(id))
+                .collect();
+            &derived
+        } else {
+            &node.requires_secrets
+        };
+        self.resolve(&manifest.name, granted, reqs, tenant)
+    }
+
     /// The credentials of one invocation of a node of `pack` declaring
     /// `reqs`, for `tenant`, or the first one that is not available.
-    pub fn resolve(
+    fn resolve(
         &self,
         pack: &str,
         granted: &[String],

@@ -61,7 +61,7 @@ pub(crate) struct RunEnv<'a> {
     /// secrets, resolved at admission).
     pub credentials: wop_core::secrets::Credentials,
     /// The invocation's trace, when traces are exported.
-    pub trace: Option<wop_gate::trace::TraceSite>,
+    pub trace: Option<wop_gate::telemetry::TraceSite>,
 }
 
 /// The context of the runtime's own executions (`describe()` and ABI v1

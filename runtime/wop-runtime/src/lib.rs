@@ -63,7 +63,7 @@ pub mod tools {
 pub mod egress {
     pub use wop_core::egress::*;
     pub use wop_gate::egress::{Egress, PackEgress};
-    pub use wop_gate::fetch_client::{Resolver, SystemResolver};
+    pub use wop_gate::egress::{Resolver, SystemResolver};
 }
 
 /// Metering: budget math (`wop-core`) and the persisted meter (`wop-effects`).

@@ -16,6 +16,7 @@ use wop_core::model::{Principal, RunContext};
 use wop_core::ratelimit::RateLimiter;
 use wop_effects::effects::{EffectTimings, Effects};
 
+mod effect;
 mod errors;
 mod perform;
 
@@ -48,7 +49,7 @@ pub struct CallSite {
     pub credentials: wop_core::secrets::Credentials,
     /// The invocation's trace, when traces are exported: each host call
     /// is a child span, and carries its `traceparent` on.
-    pub trace: Option<crate::trace::TraceSite>,
+    pub trace: Option<crate::telemetry::TraceSite>,
 }
 
 /// The run whose budget pays for calls at a call site.
@@ -316,7 +317,7 @@ impl Gate {
             agent: site.principal.id.clone(),
             tool: tool_id.to_owned(),
             call_id: id,
-            span: site.trace.as_ref().map(crate::trace::Started::begin),
+            span: site.trace.as_ref().map(crate::telemetry::Started::begin),
         }
     }
 }
@@ -326,7 +327,7 @@ struct Returned {
     agent: String,
     tool: String,
     call_id: String,
-    span: Option<crate::trace::Started>,
+    span: Option<crate::telemetry::Started>,
 }
 
 impl Returned {

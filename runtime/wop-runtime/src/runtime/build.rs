@@ -32,7 +32,7 @@ pub struct RuntimeConfig {
     executor_id: Option<String>,
     tools: Vec<RegisteredTool>,
     resolver: Option<Arc<dyn wop_gate::Resolver>>,
-    otlp: Option<wop_gate::otlp::Config>,
+    otlp: Option<wop_gate::telemetry::otlp::Config>,
     usage_commit: Option<wop_effects::UsageCommit>,
 }
 
@@ -87,9 +87,9 @@ impl RuntimeConfig {
     }
 
     /// Exports traces over OTLP/HTTP JSON to `cfg` (see
-    /// [`wop_gate::otlp::Config::from_env`] for the standard variables).
+    /// [`wop_gate::telemetry::otlp::Config::from_env`] for the standard variables).
     /// By default no trace is kept.
-    pub fn otlp(&mut self, cfg: wop_gate::otlp::Config) -> &mut Self {
+    pub fn otlp(&mut self, cfg: wop_gate::telemetry::otlp::Config) -> &mut Self {
         self.otlp = Some(cfg);
         self
     }
@@ -243,7 +243,7 @@ pub(super) fn inner(config: &RuntimeConfig) -> Result<(Inner, InvokerSlot), Conf
         tracer: config
             .otlp
             .clone()
-            .map(|c| wop_gate::otlp::Exporter::new(c, env!("CARGO_PKG_VERSION"))),
+            .map(|c| wop_gate::telemetry::otlp::Exporter::new(c, env!("CARGO_PKG_VERSION"))),
     };
     Ok((inner, me))
 }

@@ -1,6 +1,7 @@
 //! The invoke path, in three named steps:
 //!
-//! 1. **admit**: find the pack; open the run's ledger (its budget is
+//! 1. **admit**: find the pack; check the node's schemas; its credentials
+//!    (the secret store's `for_node`); open the run's ledger (its budget is
 //!    reserved at its first invocation); admission (budget left, run clock,
 //!    input-scaled fuel → limits and what binds them). From here on the
 //!    sink sees events as they happen.
@@ -17,13 +18,12 @@ use crate::kind::PackKind;
 use std::sync::Arc;
 use wop_core::admission::{AdmissionInput, Binding, admit};
 use wop_core::breach::BreachKind;
-use wop_core::budget::RunBounds;
-use wop_core::classify::classify;
+use wop_core::budget::{Ledger, RunBounds, RunBudget};
+use wop_core::classify::{Fault, classify};
 use wop_core::error::{ErrorCode, NodeError};
 use wop_core::events::{Event, EventSink};
 use wop_core::limits::Limits;
 use wop_core::model::{InvocationReport, InvokeRequest, Usage};
-use wop_core::secrets::SecretRequirement;
 
 /// An admitted invocation: the pack and what it may spend.
 struct Admitted {
@@ -115,8 +115,9 @@ impl Runtime {
         report
     }
 
-    /// Step 1: the pack, the run's ledger, admission; or the report of a
-    /// refusal (nothing ran).
+    /// Step 1: the pack, the node's schemas, its credentials, the run's
+    /// budget and ledger, admission; or the report of a refusal (nothing
+    /// ran).
     async fn admit(
         &self,
         req: &InvokeRequest,
@@ -127,57 +128,29 @@ impl Runtime {
             events,
             usage: Usage::default(),
         };
-        let Some(pack) = self.inner.registry.get(&req.type_id) else {
-            let message = format!(
-                "no loaded pack implements node type `{}`; load its pack first",
-                req.type_id
-            );
-            let details = wop_core::details! {"typeId" => req.type_id};
-            let e = NodeError::runtime(ErrorCode::NotFound, message, details);
-            return Err(refused(e, Vec::new()));
-        };
-        let policy = &self.inner.policy;
+        let before = |error: NodeError| refused(error, Vec::new());
+        let pack = self.find_pack(req).map_err(before)?;
         // The node's own schemas for its config and inputs, before
         // anything is reserved or runs.
-        if let Some(s) = pack.schemas(&req.type_id)
-            && let Err(e) = s.check(&req.inputs, &req.config)
-        {
-            return Err(refused(e, Vec::new()));
+        if let Some(s) = pack.schemas(&req.type_id) {
+            s.check(&req.inputs, &req.config).map_err(before)?;
         }
-        let credentials = match self.credentials(&pack, req) {
-            Ok(c) => c,
-            Err(e) => return Err(refused(e, Vec::new())),
-        };
-        let budget = req.budget.unwrap_or_else(|| policy.runs.budget());
-        let bounds = req.bounds.unwrap_or_else(|| policy.runs.bounds());
-        if let Err(e) = budget.validate() {
-            let message = format!("invalid run budget: {e}");
-            let e = NodeError::runtime(ErrorCode::ValidationError, message, Default::default());
-            return Err(refused(e, Vec::new()));
-        }
-        let timed = bounds.run_timeout_ms.is_some();
-        let (tenant, run_id) = (&req.context.tenant_id, &req.context.run_id);
-        let opened = self.inner.meter.open_run(tenant, run_id, &budget, timed);
-        let (ledger, mut events) = match opened.await {
-            Ok(opened) => opened,
-            Err(e) => {
-                let message =
-                    format!("the run's budget could not be read, so the node did not run: {e}");
-                let e = NodeError::runtime(ErrorCode::InternalError, message, Default::default());
-                return Err(refused(e, Vec::new()));
-            }
-        };
-        let inspection = pack.inspection();
-        let admitted = admit(AdmissionInput {
-            ledger: &ledger,
-            bounds: &bounds,
-            limits: inspection.limits,
-            request: &inspection.manifest.wop.limits,
-            fuel_ceiling: policy.limits().fuel,
-            inputs: &req.inputs,
-            now_ms: wop_core::time::now_ms(),
-        });
-        let a = match admitted {
+        let credentials = self
+            .inner
+            .secrets
+            .for_node(
+                &pack.inspection().manifest,
+                &req.type_id,
+                &self.inner.policy,
+                &req.context.tenant_id,
+            )
+            .map_err(|u| before(credential_unavailable(u)))?;
+        let (budget, bounds) = self.run_limits(req).map_err(before)?;
+        let (ledger, mut events) = self
+            .open_ledger(req, &budget, &bounds)
+            .await
+            .map_err(before)?;
+        let a = match self.admission(&pack, req, &ledger, &bounds) {
             Ok(a) => a,
             Err(fault) => {
                 let c = classify(&fault, &req.context.node_id);
@@ -201,49 +174,73 @@ impl Runtime {
         })
     }
 
-    /// The credentials of the node `req` runs: its declared secrets,
-    /// granted to its pack and resolved for its tenant; or
-    /// `credential_unavailable`, before anything ran.
-    fn credentials(
+    /// Admission: the budget left, the run clock and the input-scaled fuel
+    /// give the invocation's limits and what binds them; or the fault that
+    /// refuses it.
+    fn admission(
         &self,
         pack: &PackKind,
         req: &InvokeRequest,
-    ) -> Result<wop_core::secrets::Credentials, NodeError> {
-        let m = &pack.inspection().manifest;
-        let Some(node) = m.nodes.iter().find(|n| n.type_id == req.type_id) else {
-            return Ok(Default::default());
-        };
-        let granted = self
-            .inner
-            .policy
-            .packs
-            .get(&m.name)
-            .map_or(&[][..], |g| g.secrets.as_slice());
-        // The protocol's JavaScript packs declare no secrets; they ask
-        // for one by id at run time (`ctx.secrets.resolve`). Each node of
-        // such a pack may have what the operator granted the pack.
-        let derived: Vec<SecretRequirement>;
-        let reqs = if node.requires_secrets.is_empty()
-            && m.runtime.language == wop_core::manifest::Language::Javascript
-        {
-            derived = granted
-                .iter()
-                .map(|id| SecretRequirement::granted(id))
-                .collect();
-            &derived
-        } else {
-            &node.requires_secrets
-        };
-        if reqs.is_empty() {
-            return Ok(Default::default());
+        ledger: &Ledger,
+        bounds: &RunBounds,
+    ) -> Result<wop_core::admission::Admitted, Fault> {
+        let inspection = pack.inspection();
+        admit(AdmissionInput {
+            ledger,
+            bounds,
+            limits: inspection.limits,
+            request: &inspection.manifest.wop.limits,
+            fuel_ceiling: self.inner.policy.limits().fuel,
+            inputs: &req.inputs,
+            now_ms: wop_core::time::now_ms(),
+        })
+    }
+
+    /// The loaded pack that implements the node type `req` runs.
+    fn find_pack(&self, req: &InvokeRequest) -> Result<Arc<PackKind>, NodeError> {
+        self.inner.registry.get(&req.type_id).ok_or_else(|| {
+            let message = format!(
+                "no loaded pack implements node type `{}`; load its pack first",
+                req.type_id
+            );
+            let details = wop_core::details! {"typeId" => req.type_id};
+            NodeError::runtime(ErrorCode::NotFound, message, details)
+        })
+    }
+
+    /// The run's budget and bounds: the request's, else the policy's
+    /// defaults; an invalid budget is refused.
+    fn run_limits(&self, req: &InvokeRequest) -> Result<(RunBudget, RunBounds), NodeError> {
+        let runs = &self.inner.policy.runs;
+        let budget = req.budget.unwrap_or_else(|| runs.budget());
+        let bounds = req.bounds.unwrap_or_else(|| runs.bounds());
+        if let Err(e) = budget.validate() {
+            let message = format!("invalid run budget: {e}");
+            return Err(NodeError::runtime(
+                ErrorCode::ValidationError,
+                message,
+                Default::default(),
+            ));
         }
-        self.inner
-            .secrets
-            .resolve(&m.name, granted, reqs, &req.context.tenant_id)
-            .map_err(|u| {
-                let details = wop_core::details! {"secretId" => u.secret};
-                NodeError::runtime(ErrorCode::CredentialUnavailable, u.message, details)
-            })
+        Ok((budget, bounds))
+    }
+
+    /// Opens the run's ledger (its budget is reserved at its first
+    /// invocation), with the events that raised.
+    async fn open_ledger(
+        &self,
+        req: &InvokeRequest,
+        budget: &RunBudget,
+        bounds: &RunBounds,
+    ) -> Result<(Ledger, Vec<Event>), NodeError> {
+        let timed = bounds.run_timeout_ms.is_some();
+        let (tenant, run_id) = (&req.context.tenant_id, &req.context.run_id);
+        let opened = self.inner.meter.open_run(tenant, run_id, budget, timed);
+        opened.await.map_err(|e| {
+            let message =
+                format!("the run's budget could not be read, so the node did not run: {e}");
+            NodeError::runtime(ErrorCode::InternalError, message, Default::default())
+        })
     }
 
     /// What step 2 runs with.
@@ -332,6 +329,13 @@ fn report(
         }
     }
     report
+}
+
+/// `credential_unavailable`: a secret the node needs is not available
+/// (before anything ran).
+fn credential_unavailable(u: wop_gate::secrets::Unavailable) -> NodeError {
+    let details = wop_core::details! {"secretId" => u.secret};
+    NodeError::runtime(ErrorCode::CredentialUnavailable, u.message, details)
 }
 
 /// Takes the sandbox's budget breaches out of `events`, in order. Rare:

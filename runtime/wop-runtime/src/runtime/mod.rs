@@ -74,7 +74,7 @@ pub(crate) struct Inner {
     /// The operator's credentials (`[secrets]`), read once.
     secrets: wop_gate::secrets::SecretStore,
     /// Where traces go, if anywhere.
-    tracer: Option<Arc<wop_gate::otlp::Exporter>>,
+    tracer: Option<Arc<wop_gate::telemetry::otlp::Exporter>>,
 }
 
 /// Node-pack tools run nested invocations through the runtime.

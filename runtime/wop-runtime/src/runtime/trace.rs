@@ -8,7 +8,7 @@ use wop_core::events::Event;
 use wop_core::model::{InvocationReport, InvokeRequest};
 use wop_core::sampling::Sampler;
 use wop_core::trace::{Attr, Span, TraceContext, node_span_name};
-use wop_gate::trace::{TraceSite, new_span_id, new_trace_id, now_ns};
+use wop_gate::telemetry::{TraceSite, new_span_id, new_trace_id, now_ns};
 
 /// A started invocation span.
 pub(crate) struct NodeSpan {

@@ -157,7 +157,7 @@ async fn runtime_traced(
         cfg.effect_store(s);
     }
     if let Some(c) = collector {
-        cfg.otlp(wop_runtime::gate::otlp::Config {
+        cfg.otlp(wop_runtime::gate::telemetry::otlp::Config {
             endpoint: c.url("/v1/traces"),
             headers: Vec::new(),
             sampler: Default::default(),

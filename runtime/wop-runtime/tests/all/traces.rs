@@ -6,7 +6,7 @@
 use super::*;
 use serde_json::json;
 use wop_runtime::RunContext;
-use wop_runtime::gate::otlp::{Config, Sampler};
+use wop_runtime::gate::telemetry::otlp::{Config, Sampler};
 use wop_testkit::{Mode, Server};
 
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";

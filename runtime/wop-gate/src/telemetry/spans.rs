@@ -1,7 +1,8 @@
 //! One invocation's trace, as the gate sees it: the invocation's span
 //! context (host calls are its children) and where the finished spans of
-//! its host calls are collected. The runtime adds the invocation's own
-//! span and hands them all to the exporter ([`crate::otlp`]).
+//! its host calls are collected ([`TraceSite`]); each gate call starts and
+//! ends one of them. The runtime adds the invocation's own span and hands
+//! them all to the exporter ([`super::otlp`]).
 
 use std::sync::{Arc, Mutex};
 use wop_core::trace::{Attr, Span, TraceContext};
