@@ -48,6 +48,4 @@ pub use egress::{Egress, PackEgress, Resolver, SystemResolver};
 pub use gate::*;
 pub use pack_tool::NodeInvoker;
 pub use session::{GateSession, SessionUsage};
-/// The span exporter at its first path, which `wop-serve` still names.
-pub use telemetry::otlp;
 pub use tools::{RegisteredTool, ToolProvider, ToolRegistry};

@@ -339,7 +339,7 @@ impl Server {
             rc.tool(t.clone());
         }
         // Traces: the standard OTEL_EXPORTER_OTLP_* variables (off unless set).
-        let (otlp, warning) = wop_runtime::gate::otlp::Config::from_env();
+        let (otlp, warning) = wop_runtime::gate::telemetry::otlp::Config::from_env();
         if let Some(w) = warning {
             tracing::warn!("{w}");
         }
