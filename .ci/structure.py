@@ -2,7 +2,9 @@
 """The shape of a Rust crate's production code: file-level import circles
 and files too long to read.
 
-Usage: structure.py CRATE_DIR...
+Usage: structure.py [--rooms] CRATE_DIR...
+--rooms prints, per crate, each top-level module (a room) and the rooms
+its files use, bottom-up, instead of checking.
 Exit 1 when any crate has a circle or a production file longer than
 MAX_LINES (lines outside `#[cfg(test)]` items, comments included).
 
@@ -252,7 +254,40 @@ def name(mod):
     return "::".join(mod) or "(root)"
 
 
+def rooms(d):
+    """Each top-level module and the top-level modules its files use."""
+    crate = Crate(d)
+    graph = crate.edges()
+    uses = {}
+    for m, targets in graph.items():
+        room = m[0] if m else "(lib)"
+        uses.setdefault(room, set())
+        for t in targets:
+            other = t[0] if t else "(lib)"
+            if other != room:
+                uses[room].add(other)
+    order, seen = [], set()
+
+    def visit(r, path=()):
+        if r in seen or r in path:
+            return
+        for u in sorted(uses.get(r, ())):
+            visit(u, path + (r,))
+        seen.add(r)
+        order.append(r)
+
+    for r in sorted(uses):
+        visit(r)
+    print(f"{d}:")
+    for r in order:
+        print(f"  {r}: {', '.join(sorted(uses[r])) or '-'}")
+
+
 def main(dirs):
+    if dirs and dirs[0] == "--rooms":
+        for d in dirs[1:]:
+            rooms(d)
+        return 0
     bad = False
     for d in dirs:
         crate = Crate(d)

@@ -11,7 +11,7 @@
 //! | usage record | `usage/<tenant>/<run>/<ms>-<pid>-<seq>` |
 //! | effect listing entry | `run/<tenant>/<run>/<effectId>` |
 //! | effect record | `effect/<effectId>` (the id already binds the tenant) |
-//! | keyspace version | `meta/keyspace` (see [`crate::keyspace`]) |
+//! | keyspace version | `meta/keyspace` (see [`crate::store::keyspace`]) |
 //!
 //! Each `<tenant>` and `<run>` is one escaped segment ([`part`]), so a
 //! prefix scan of one tenant's run never reaches another's records.

@@ -26,7 +26,6 @@
 
 pub mod effects;
 pub mod keys;
-pub mod keyspace;
 pub mod meter;
 pub mod store;
 

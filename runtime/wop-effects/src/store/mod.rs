@@ -13,6 +13,7 @@
 
 #[doc(hidden)]
 pub mod conformance;
+pub mod keyspace;
 mod kv;
 mod memory;
 #[cfg(feature = "postgres")]
@@ -43,7 +44,7 @@ pub fn is_postgres_url(spec: &str) -> bool {
 ///   missing; the default backend).
 ///
 /// Either way the key layout is brought up to date before this returns
-/// ([`crate::keyspace::upgrade`]).
+/// ([`crate::store::keyspace::upgrade`]).
 ///
 /// Errors never contain the URL's password.
 pub fn open(spec: &str) -> Result<std::sync::Arc<dyn KvStore>, StoreError> {
@@ -67,7 +68,7 @@ pub fn open(spec: &str) -> Result<std::sync::Arc<dyn KvStore>, StoreError> {
     }
     let store = std::sync::Arc::new(SledStore::open(std::path::Path::new(spec))?);
     on_helper_thread("the key layout upgrade", || async {
-        crate::keyspace::upgrade(&*store).await.map(|_| ())
+        crate::store::keyspace::upgrade(&*store).await.map(|_| ())
     })?;
     Ok(store)
 }

@@ -286,7 +286,7 @@ impl PostgresStore {
     }
     /// Connects to `url` (see the module docs for the accepted form), then
     /// creates or migrates the schema and upgrades the key layout
-    /// ([`crate::keyspace`]).
+    /// ([`crate::store::keyspace`]).
     pub async fn connect(url: &str) -> Result<PostgresStore, StoreError> {
         Self::connect_with(url, PostgresOptions::default()).await
     }
@@ -300,7 +300,7 @@ impl PostgresStore {
         let parsed = parse(url, options)?;
         migrate(&parsed).await?;
         let store = Self::from_parsed(&parsed)?;
-        crate::keyspace::upgrade(&store).await?;
+        crate::store::keyspace::upgrade(&store).await?;
         Ok(store)
     }
 
@@ -314,7 +314,7 @@ impl PostgresStore {
             migrate(&parsed).await?;
             // On this thread's own pool, dropped with it.
             let store = Self::from_parsed(&parsed)?;
-            crate::keyspace::upgrade(&store).await.map(|_| ())
+            crate::store::keyspace::upgrade(&store).await.map(|_| ())
         })?;
         Self::from_parsed(&parsed)
     }
