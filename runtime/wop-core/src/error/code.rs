@@ -40,7 +40,7 @@ macro_rules! error_codes {
 
             /// Codes only the runtime may give as a verdict about a sandbox,
             /// a pack or a run's limits. A pack returning one of these is
-            /// rewritten (see [`crate::outcome`]) so a host never mistakes it
+            /// rewritten (see [`crate::run::outcome`]) so a host never mistakes it
             /// for ours.
             pub fn is_reserved(self) -> bool {
                 match self {

@@ -17,7 +17,7 @@ pub enum LoadError {
         message: String,
     },
     /// A pack file is not a regular file, is larger than its cap, or
-    /// cannot be read (`crate::packfile`).
+    /// cannot be read (`crate::files::packfile`).
     #[error("pack_validation_failed at {path}: {message}")]
     PackFile {
         /// JSON path of the field naming the file (e.g. `$.runtime.entry`),
@@ -37,7 +37,7 @@ pub enum LoadError {
     },
     /// `pack.json` is JSON the canonical form (RFC 8785, over I-JSON)
     /// cannot represent exactly: a repeated member name, a number it would
-    /// change, a lone surrogate (`crate::ijson`). Refused before the
+    /// change, a lone surrogate (`crate::json::ijson`). Refused before the
     /// signature is verified.
     #[error("pack_validation_failed at {path}: {message}")]
     NotCanonical {
@@ -135,7 +135,7 @@ pub enum LoadError {
     /// The runtime language/format is not supported.
     #[error("unsupported_runtime: {0}")]
     Unsupported(String),
-    /// The pack's `kind` is not one this host runs (`crate::runnable`).
+    /// The pack's `kind` is not one this host runs (`crate::manifest::runnable`).
     #[error("unsupported_pack_kind: {message}")]
     UnsupportedKind {
         /// The kind the manifest declares.
@@ -143,7 +143,7 @@ pub enum LoadError {
         /// What is wrong and what to do.
         message: String,
     },
-    /// A pack archive was refused (`crate::archive`): too large
+    /// A pack archive was refused (`crate::files::archive`): too large
     /// (`pack_too_large`), holding what a pack may not
     /// (`pack_archive_invalid`) or damaged (`pack_archive_corrupt`).
     #[error("{code}: {message}")]

@@ -1,4 +1,9 @@
 use super::*;
+use crate::error::LoadError;
+use crate::manifest::Manifest;
+use crate::pack::{check_bare, check_rollback, signature_required, signature_required_for_all};
+use crate::policy::Policy;
+use std::collections::BTreeMap;
 
 const SEED: [u8; 32] = [1; 32];
 const OTHER: [u8; 32] = [2; 32];
@@ -47,7 +52,7 @@ fn protocol_signatures_verify_over_the_exact_bytes() {
         "{text}"
     );
     assert_eq!(
-        crate::jcs::canonicalize(&serde_json::from_slice(&bytes).unwrap()),
+        crate::json::jcs::canonicalize(&serde_json::from_slice(&bytes).unwrap()),
         text
     );
     let pem = pem::public_to_pem(
@@ -584,7 +589,7 @@ fn an_approved_manifest_is_read_bounded_and_never_from_a_device_or_fifo() {
     let big = dir.join("big.json");
     std::fs::write(
         &big,
-        vec![b' '; (crate::packfile::MAX_MANIFEST_BYTES + 1) as usize],
+        vec![b' '; (crate::files::packfile::MAX_MANIFEST_BYTES + 1) as usize],
     )
     .unwrap();
     let e = read_approved(&big).unwrap_err();

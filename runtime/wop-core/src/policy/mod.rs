@@ -24,7 +24,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub mod mcp;
+/// `[mcp]` (the MCP room, also at this path).
+pub use crate::mcp;
 
 /// The operator policy.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -83,27 +84,27 @@ pub struct MeteringSection {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RunsSection {
-    /// See [`crate::budget::RunBudget::max_tool_calls`].
+    /// See [`crate::model::RunBudget::max_tool_calls`].
     pub max_tool_calls: Option<u64>,
-    /// See [`crate::budget::RunBudget::max_fuel`].
+    /// See [`crate::model::RunBudget::max_fuel`].
     pub max_fuel: Option<u64>,
-    /// See [`crate::budget::RunBudget::max_cost_usd`].
+    /// See [`crate::model::RunBudget::max_cost_usd`].
     pub max_cost_usd: Option<f64>,
-    /// See [`crate::budget::RunBudget::threshold_percent`].
+    /// See [`crate::model::RunBudget::threshold_percent`].
     pub threshold_percent: Option<u8>,
     /// Only `fail` is supported.
     #[serde(default)]
-    pub on_exhaustion: crate::budget::OnExhaustion,
-    /// See [`crate::budget::RunBounds::max_loop_iterations`].
+    pub on_exhaustion: crate::model::OnExhaustion,
+    /// See [`crate::model::RunBounds::max_loop_iterations`].
     pub max_loop_iterations: Option<u32>,
-    /// See [`crate::budget::RunBounds::run_timeout_ms`].
+    /// See [`crate::model::RunBounds::run_timeout_ms`].
     pub run_timeout_ms: Option<u64>,
 }
 
 impl RunsSection {
     /// The default budget.
-    pub fn budget(&self) -> crate::budget::RunBudget {
-        crate::budget::RunBudget {
+    pub fn budget(&self) -> crate::model::RunBudget {
+        crate::model::RunBudget {
             max_tool_calls: self.max_tool_calls,
             max_fuel: self.max_fuel,
             max_cost_usd: self.max_cost_usd,
@@ -113,8 +114,8 @@ impl RunsSection {
     }
 
     /// The default bounds.
-    pub fn bounds(&self) -> crate::budget::RunBounds {
-        crate::budget::RunBounds {
+    pub fn bounds(&self) -> crate::model::RunBounds {
+        crate::model::RunBounds {
             max_loop_iterations: self.max_loop_iterations,
             run_timeout_ms: self.run_timeout_ms,
         }
@@ -474,7 +475,7 @@ impl Policy {
             mcp::validate_resource_grants(&grant.mcp_resources)
                 .map_err(|e| ConfigError::Policy(format!("packs.{name}.mcpResources{e}")))?;
             for p in &grant.tools {
-                crate::authz::pattern_matches(p, "x:y")
+                crate::tools::authz::pattern_matches(p, "x:y")
                     .map_err(|e| ConfigError::Policy(format!("packs.{name}.tools: {e}")))?;
             }
             if let Some(a) = &grant.approved {
