@@ -478,3 +478,6 @@ pub fn read_node_schemas(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests;
