@@ -35,15 +35,17 @@
 //!
 //! ## Rooms
 //!
-//! One folder (or file) per concept; each uses only the rooms listed
-//! after it, and no room uses one that uses it (no circle):
+//! One folder (or file) per concept, listed from the bottom up: each uses
+//! only rooms listed above it, so no room uses one that uses it (no
+//! circle, between rooms or between files):
 //!
-//! - `time`, `digest`, `text`, `ratelimit`, `limits`, `capability`: leaves
-//!   (the wall clock, domain-separated SHA-256, cutting text to a cap, the
-//!   token bucket, per-invocation limits, capability names and the import
-//!   gate); use nothing.
+//! - [`time`], [`digest`], [`text`], [`ratelimit`], [`limits`],
+//!   [`capability`]: leaves (the wall clock, domain-separated SHA-256,
+//!   cutting text to a cap, the token bucket, per-invocation limits and
+//!   `[limits]`, capability names and the import gate); use nothing.
 //! - [`json`]: I-JSON checks and RFC 8785 canonical JSON; uses nothing.
-//! - [`error`]: the error-code table, `NodeError`, `LoadError`; uses nothing.
+//! - [`error`]: the error-code table, `NodeError`, `LoadError` and the
+//!   `details!` macro (exported at the crate root); uses nothing.
 //! - [`model`]: request, run bounds, report, usage, events, breaches;
 //!   uses error.
 //! - [`budget`]: prices, the run ledger, roll-ups; uses model, time.
@@ -63,9 +65,9 @@
 //!   versions; uses error, json, limits, capability, egress, mcp, secrets.
 //! - [`trust`]: trusted keys, PEM, signatures, approved manifests, diffs;
 //!   uses error, json, manifest, files, limits.
-//! - [`policy`]: the operator's TOML; uses every section's room (model,
-//!   budget, egress, secrets, tools, mcp, trust, capability, limits,
-//!   ratelimit, error).
+//! - [`policy`]: the operator's TOML, its own sections and a pack's grant;
+//!   uses the rooms whose sections it holds (model, budget, egress,
+//!   secrets, tools, mcp, trust, capability, limits, ratelimit, error).
 //! - [`pack`]: a pack directory read and judged under a policy
 //!   (provenance, approval, requirements, imports, identity, schemas);
 //!   uses policy, trust, manifest, files, egress, capability, limits,

@@ -13,7 +13,7 @@
 
 use crate::model::events::{Event, LogLevel, LogStream};
 use crate::secrets::{Credentials, redact};
-/// Where cut lines are cut (also at its old path, `logbuf::cut`).
+/// Cutting a line at the line cap, with its marker ([`crate::text`]).
 pub use crate::text::{CUT_MARKER, cut};
 use serde_json::Value;
 
