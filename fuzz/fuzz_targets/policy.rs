@@ -38,8 +38,8 @@ fuzz_target!(|data: &[u8]| {
         for c in &r.effective {
             assert!(c.is_base() || m.wop.capabilities.contains(c), "{c:?}");
         }
-        let _ = wop_core::trust::check_escalation(&p, &m);
-        let _ = wop_core::trust::signature_required(&p, &m.name);
+        let _ = wop_core::pack::check_escalation(&p, &m);
+        let _ = wop_core::pack::signature_required(&p, &m.name);
     }
     for name in p.packs.keys() {
         let _ = p.grant(name);

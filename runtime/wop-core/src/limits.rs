@@ -188,6 +188,34 @@ pub fn check_identifier(what: &str, value: &str, cap: usize) -> Result<(), Strin
     Ok(())
 }
 
+/// `[limits]`: the same fields as [`Limits`], each optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LimitsSection {
+    /// See [`Limits::memory_bytes`].
+    pub memory_bytes: Option<u64>,
+    /// See [`Limits::fuel`].
+    pub fuel: Option<u64>,
+    /// See [`Limits::wall_clock_ms`].
+    pub wall_clock_ms: Option<u64>,
+    /// See [`Limits::table_elements`].
+    pub table_elements: Option<u64>,
+    /// See [`Limits::instances`].
+    pub instances: Option<u64>,
+    /// See [`Limits::memories_and_tables`].
+    pub memories_and_tables: Option<u64>,
+    /// See [`Limits::output_bytes`].
+    pub output_bytes: Option<u64>,
+    /// See [`Limits::log_bytes`].
+    pub log_bytes: Option<u64>,
+    /// See [`Limits::log_line_bytes`].
+    pub log_line_bytes: Option<u64>,
+    /// See [`Limits::resource_entries`].
+    pub resource_entries: Option<u64>,
+    /// See [`Limits::host_arg_bytes`].
+    pub host_arg_bytes: Option<u64>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,14 +14,15 @@
 
 pub mod addr;
 pub mod allow;
+pub mod decision;
 pub mod host;
 pub mod plain;
 
 pub use allow::{AllowList, Pattern, Scheme};
+pub use decision::Decision;
 
 use crate::error::ErrorCode;
 use crate::ratelimit::RateSpec;
-use crate::secrets::decide::{CredentialDecision, Verdict, reason};
 use host::{HostError, HostName};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -487,77 +488,6 @@ pub fn check_headers(headers: &[(String, String)]) -> Result<Headers, Denial> {
         out.push((n, v));
     }
     Ok(out)
-}
-
-/// One egress decision, for the `egress.decided` event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
-    /// The verdict.
-    pub verdict: Verdict,
-    /// `host[:port]`.
-    pub destination: String,
-    /// The protocol's closed reason ([`crate::secrets::decide::reason`]).
-    pub reason: &'static str,
-    /// Our finer cause (a [`Denial::reason`], or `redirect` for an
-    /// allowed hop).
-    pub cause: Option<&'static str>,
-    /// The credential the decision is about.
-    pub credential_id: Option<String>,
-}
-
-impl Decision {
-    /// The destination is allowed (`cause`: why, when not the plain case).
-    pub fn allowed(destination: String, cause: Option<&'static str>) -> Self {
-        Self {
-            verdict: Verdict::Allowed,
-            destination,
-            reason: reason::OK,
-            cause,
-            credential_id: None,
-        }
-    }
-
-    /// The destination is refused for `denial`.
-    pub fn denied(destination: String, denial: &Denial) -> Self {
-        let closed = match denial.reason {
-            "ssrf-blocked" | "dns" => reason::SSRF_BLOCKED,
-            _ => reason::POLICY_DENIED,
-        };
-        Self {
-            verdict: Verdict::Denied,
-            destination,
-            reason: closed,
-            cause: Some(denial.reason),
-            credential_id: None,
-        }
-    }
-
-    /// A credential decision about `destination`.
-    pub fn credential(destination: String, d: &CredentialDecision) -> Self {
-        Self {
-            verdict: d.verdict,
-            destination,
-            reason: d.reason,
-            cause: d.cause,
-            credential_id: d.credential_id.clone(),
-        }
-    }
-
-    /// Whether the request proceeds.
-    pub fn proceeds(&self) -> bool {
-        self.verdict != Verdict::Denied
-    }
-
-    /// The event.
-    pub fn event(&self) -> crate::events::Event {
-        crate::events::Event::EgressDecided {
-            decision: self.verdict.as_str().to_owned(),
-            destination: self.destination.clone(),
-            reason: self.reason.to_owned(),
-            credential_id: self.credential_id.clone(),
-            cause: self.cause.map(str::to_owned),
-        }
-    }
 }
 
 #[cfg(test)]

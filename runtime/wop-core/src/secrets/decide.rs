@@ -9,6 +9,8 @@
 use super::audience::Fit;
 use super::{Credential, Credentials, OutOfAudience};
 use crate::egress::allow::Dest;
+/// The `egress.decided` vocabulary a decision is written in.
+pub use crate::egress::decision::{CredentialDecision, Verdict, reason};
 use crate::egress::plain;
 use std::sync::Arc;
 
@@ -16,63 +18,12 @@ use std::sync::Arc;
 /// The host removes it; it is never sent.
 pub const NAMING_HEADER: &str = "x-wop-credential";
 
-/// The `reason` vocabulary of `egress.decided` (closed).
-pub mod reason {
-    /// Allowed.
-    pub const OK: &str = "ok";
-    /// The destination is not in the credential's audience.
-    pub const OUT_OF_AUDIENCE: &str = "out-of-audience";
-    /// The credential expired.
-    pub const EXPIRED: &str = "expired";
-    /// The SSRF guard refused the destination.
-    pub const SSRF_BLOCKED: &str = "ssrf-blocked";
-    /// No provenance for the credential (the pack named one it does not have).
-    pub const PROVENANCE_UNEVALUABLE: &str = "provenance-unevaluable";
-    /// The operator's policy refused the destination.
-    pub const POLICY_DENIED: &str = "policy-denied";
-}
-
 /// Our finer causes of a credential decision (`egress.decided.cause`, and
 /// the error's `details.reason` when it refuses the request).
 pub mod cause {
     /// The audience has a path prefix and the request's path starts with
     /// it, but is not plain ([`crate::egress::plain`]).
     pub const PATH_NOT_PLAIN: &str = "path-not-plain";
-}
-
-/// `egress.decided.decision`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// Proceeds (with the credential, if one was considered).
-    Allowed,
-    /// Refused.
-    Denied,
-    /// Proceeds without the credential.
-    Downgraded,
-}
-
-impl Verdict {
-    /// `allowed`, `denied`, `downgraded`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Allowed => "allowed",
-            Self::Denied => "denied",
-            Self::Downgraded => "downgraded",
-        }
-    }
-}
-
-/// One credential decision.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CredentialDecision {
-    /// The verdict.
-    pub verdict: Verdict,
-    /// The credential considered.
-    pub credential_id: Option<String>,
-    /// From [`reason`].
-    pub reason: &'static str,
-    /// From [`cause`], when finer than the reason.
-    pub cause: Option<&'static str>,
 }
 
 /// What goes with one request.

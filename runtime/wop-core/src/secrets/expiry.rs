@@ -1,91 +1,22 @@
 //! RFC 3339 timestamps (`expiresAt`) to milliseconds since the epoch.
 
-/// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`.
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+/// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` (`T` also `t` or a
+/// space), at or after the epoch, to whole milliseconds (a longer fraction
+/// is cut, not rounded). A leap second (`:60`) is accepted only where one
+/// can occur, the last second of a month in UTC, and read as the last
+/// instant of second 59.
 pub(crate) fn parse_rfc3339_ms(text: &str) -> Result<u64, String> {
     let bad = || format!("`{text}` is not an RFC 3339 timestamp like 2027-01-31T00:00:00Z");
-    let b = text.as_bytes();
-    if b.len() < 20 || !b.is_ascii() {
+    // RFC 3339 names `T` (any case) and, by its note, a space; the parser
+    // takes any one byte there.
+    if !matches!(text.as_bytes().get(10), Some(b'T' | b't' | b' ')) {
         return Err(bad());
     }
-    let num = |r: std::ops::Range<usize>| -> Result<i64, String> {
-        let s = &text[r];
-        if s.bytes().all(|c| c.is_ascii_digit()) {
-            s.parse().map_err(|_| bad())
-        } else {
-            Err(bad())
-        }
-    };
-    let sep = |i: usize, c: &[u8]| c.contains(&b[i]);
-    if !(sep(4, b"-") && sep(7, b"-") && sep(10, b"Tt ") && sep(13, b":") && sep(16, b":")) {
-        return Err(bad());
-    }
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let mut i = 19;
-    let mut millis = 0i64;
-    if b[i] == b'.' {
-        let start = i + 1;
-        i = start;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i == start {
-            return Err(bad());
-        }
-        let frac = &text[start..i.min(start + 3)];
-        millis = format!("{frac:0<3}").parse().map_err(|_| bad())?;
-    }
-    let offset_min = match &text[i..] {
-        "Z" | "z" => 0,
-        tz if tz.len() == 6 && (tz.starts_with('+') || tz.starts_with('-')) && &tz[3..4] == ":" => {
-            let oh = num(i + 1..i + 3)?;
-            let om = num(i + 4..i + 6)?;
-            if oh > 23 || om > 59 {
-                return Err(bad());
-            }
-            let m = oh * 60 + om;
-            if tz.starts_with('-') { -m } else { m }
-        }
-        _ => return Err(bad()),
-    };
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let days_in = [
-        31,
-        if leap { 29 } else { 28 },
-        31,
-        30,
-        31,
-        30,
-        31,
-        31,
-        30,
-        31,
-        30,
-        31,
-    ];
-    if !(1..=12).contains(&mo) || d < 1 || h > 23 || mi > 59 || s > 60 {
-        return Err(bad());
-    }
-    let month_days = usize::try_from(mo - 1)
-        .ok()
-        .and_then(|m| days_in.get(m))
-        .copied();
-    if month_days.is_none_or(|md| d > md) {
-        return Err(bad());
-    }
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let (yy, mm) = if mo <= 2 {
-        (y - 1, mo + 9)
-    } else {
-        (y, mo - 3)
-    };
-    let era = yy.div_euclid(400);
-    let yoe = yy - era * 400;
-    let doy = (153 * mm + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + h * 3600 + mi * 60 + s.min(59) - offset_min * 60;
-    u64::try_from(secs * 1000 + millis).map_err(|_| bad())
+    let at = OffsetDateTime::parse(text, &Rfc3339).map_err(|_| bad())?;
+    u64::try_from(at.unix_timestamp_nanos() / 1_000_000).map_err(|_| bad())
 }
 
 #[cfg(test)]
@@ -122,5 +53,50 @@ mod tests {
         ] {
             assert!(parse_rfc3339_ms(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn separators_fractions_offsets_and_the_epoch() {
+        let t = 1_796_083_200_000;
+        for ok in [
+            "2026-12-01t00:00:00z",
+            "2026-12-01 00:00:00Z",
+            "2026-11-30T19:00:00-05:00",
+            "2026-12-01T00:00:00-00:00",
+        ] {
+            assert_eq!(parse_rfc3339_ms(ok), Ok(t), "{ok}");
+        }
+        // Whole milliseconds: a longer fraction is cut, never rounded up.
+        assert_eq!(
+            parse_rfc3339_ms("2026-12-01T00:00:00.1239999Z"),
+            Ok(t + 123)
+        );
+        for bad in [
+            "2026-12-01X00:00:00Z",
+            "2026-12-01T00:00:00+24:00",
+            "2026-12-01T00:00:00+01:60",
+            "2026-12-01T24:00:00Z",
+            "2026-12-01T00:00:00Z ",
+            "1969-12-31T23:59:59Z",
+            "2026-12-01T00:00:00.123",
+            "２026-12-01T00:00:00Z",
+        ] {
+            assert!(parse_rfc3339_ms(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_leap_second_only_where_one_can_be() {
+        // The last second of a month in UTC: the last instant of :59.
+        assert_eq!(
+            parse_rfc3339_ms("2016-12-31T23:59:60Z"),
+            Ok(1_483_228_799_999)
+        );
+        assert_eq!(
+            parse_rfc3339_ms("2017-01-01T00:59:60+01:00"),
+            Ok(1_483_228_799_999)
+        );
+        // Anywhere else there is no such second.
+        assert!(parse_rfc3339_ms("2026-12-01T12:00:60Z").is_err());
     }
 }

@@ -142,7 +142,7 @@ pub fn take(
             kept.push((name.clone(), value.clone()));
             continue;
         }
-        let shown_name = crate::logbuf::cut(name, 64);
+        let shown_name = crate::text::cut(name, 64);
         let found = handles
             .by_handle
             .iter()

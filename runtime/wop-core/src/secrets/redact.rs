@@ -11,7 +11,7 @@
 //! destination), and a lowercased credential is still the credential.
 
 use super::Credentials;
-use crate::events::{Event, LogLevel, LogStream};
+use crate::model::events::{Event, LogLevel, LogStream};
 use serde_json::Value;
 
 /// Replaces every ASCII-case-insensitive occurrence of `needle` (ASCII

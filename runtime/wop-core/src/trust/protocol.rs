@@ -55,9 +55,9 @@ pub fn signing_key_id(manifest: &[u8]) -> Result<String, String> {
 /// The `pack.json` bytes to publish for `manifest` signed by `key_id`: the
 /// manifest with its `signing` block set (v1 `manual`, what the registry
 /// verifies today), as canonical JSON. Refuses what the canonical form
-/// cannot represent exactly ([`crate::ijson`]).
+/// cannot represent exactly ([`crate::json::ijson`]).
 pub fn signed_manifest(manifest: &[u8], key_id: &str) -> Result<Vec<u8>, String> {
-    let mut v = super::signable(manifest)?;
+    let mut v = super::signed::signable(manifest)?;
     let Some(obj) = v.as_object_mut() else {
         return Err("pack.json is not a JSON object".to_owned());
     };
@@ -65,7 +65,7 @@ pub fn signed_manifest(manifest: &[u8], key_id: &str) -> Result<Vec<u8>, String>
         "signing".to_owned(),
         json!({"method": "manual", "publicKeyRef": key_id, "signatureRef": SIG_PATH}),
     );
-    Ok(crate::jcs::canonicalize(&v).into_bytes())
+    Ok(crate::json::jcs::canonicalize(&v).into_bytes())
 }
 
 /// Signs `manifest` with the Ed25519 secret `seed` as `key_id`: the

@@ -184,7 +184,7 @@ pub(crate) async fn load(path: &Path, env: &LoadEnv<'_>) -> Result<AbiV1Pack, Lo
     .await?;
     let manifest = reconcile(&p.res.manifest, bare, &name, &ids, path, &p.src.sha256)?;
     if bare {
-        wop_core::trust::check_bare(env.policy, &manifest, &path.display().to_string())?;
+        wop_core::pack::check_bare(env.policy, &manifest, &path.display().to_string())?;
     }
     let nodes = ids
         .iter()
@@ -214,7 +214,7 @@ pub(crate) async fn inspect(path: &Path, env: &LoadEnv<'_>) -> Result<Inspection
                 .await
                 .and_then(|(name, ids)| {
                     let m = reconcile(&insp.manifest, true, &name, &ids, path, &p.src.sha256)?;
-                    wop_core::trust::check_bare(env.policy, &m, &path.display().to_string())?;
+                    wop_core::pack::check_bare(env.policy, &m, &path.display().to_string())?;
                     Ok(m)
                 }) {
                 Ok(m) => insp.manifest = m,

@@ -27,7 +27,7 @@ pub(super) fn read_source(path: &Path, policy: &Policy) -> Result<Source, LoadEr
     if !is_dir(path) {
         // A bare module has no pack.json to sign (decision 0009). Its
         // identity is the name it declares (`openwop_pack_name`), known
-        // only after identification, where `trust::check_bare` judges it
+        // only after identification, where `pack::check_bare` judges it
         // (decision 0016). Refused here already, before a byte is read,
         // when no name could escape the requirement, or its file name
         // names a pack that requires one.
@@ -36,8 +36,8 @@ pub(super) fn read_source(path: &Path, policy: &Policy) -> Result<Source, LoadEr
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if wop_core::trust::signature_required_for_all(policy)
-            || wop_core::trust::signature_required(policy, &stem)
+        if wop_core::pack::signature_required_for_all(policy)
+            || wop_core::pack::signature_required(policy, &stem)
         {
             return Err(LoadError::Signature {
                 reason: "missing",

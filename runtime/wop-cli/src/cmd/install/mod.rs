@@ -460,8 +460,8 @@ fn place(
             ),
         ));
     }
-    wop_core::requires::check(policy, &manifest).map_err(|e| refused(e.code(), e))?;
-    wop_core::trust::check_escalation(policy, &manifest).map_err(|e| refused(e.code(), e))?;
+    wop_core::pack::requires::check(policy, &manifest).map_err(|e| refused(e.code(), e))?;
+    wop_core::pack::check_escalation(policy, &manifest).map_err(|e| refused(e.code(), e))?;
 
     std::fs::create_dir_all(&a.packs)?;
     let staging = tempfile::Builder::new()

@@ -1,342 +1,9 @@
-//! Protocol error codes and the typed errors of the runtime.
-//!
-//! Every failure a caller can see carries an OpenWOP error code
-//! ([`ErrorCode`]) so hosts can act on it without parsing messages.
+//! Why a pack could not be loaded: one [`LoadError`] variant per cause,
+//! each with its protocol code, its message and its `details`.
 
-use serde::{Deserialize, Serialize};
+use super::NodeError;
+use super::code::ErrorCode;
 use serde_json::{Map, Value};
-
-/// OpenWOP error codes the runtime emits (exact protocol strings).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorCode {
-    /// The pack touched a host facility outside its sandbox (detected before it ran).
-    SandboxEscapeAttempt,
-    /// The pack imports or calls a host capability that was not granted.
-    SandboxCapabilityDenied,
-    /// Linear memory (or a table) grew past the cap, or an out-of-bounds access.
-    SandboxMemoryExceeded,
-    /// Fuel or wall clock ran out.
-    SandboxTimeout,
-    /// Anything else that went wrong inside the sandbox.
-    SandboxInvocationError,
-    /// The manifest or the pack layout is invalid.
-    PackValidationFailed,
-    /// The entry's sha256 does not match the manifest.
-    PackIntegrityMismatch,
-    /// The pack's signature is invalid.
-    PackSignatureInvalid,
-    /// A new version of an approved pack requests more than the approved one.
-    PackCapabilityEscalation,
-    /// A pack's version is lower than the approved one (a rollback) and the
-    /// operator did not allow it.
-    PackVersionRollback,
-    /// The pack's runtime language or format is not supported here.
-    UnsupportedRuntime,
-    /// A WASM ABI v1 core module reports an ABI version this runtime does
-    /// not support (RFC 0008).
-    UnsupportedAbiVersion,
-    /// Authorization denied.
-    Forbidden,
-    /// No such thing for this caller.
-    NotFound,
-    /// Too many calls; retry later.
-    RateLimited,
-    /// Malformed input.
-    ValidationError,
-    /// Egress refused by policy or the SSRF guard.
-    EgressDenied,
-    /// A run budget would be exceeded.
-    BudgetExhausted,
-    /// The pack's own agent loop ran too many rounds.
-    LoopLimitExceeded,
-    /// The run's wall clock ran out.
-    RunTimeout,
-    /// A bug or an unexpected condition in the host.
-    InternalError,
-    /// The same idempotency key was used with different arguments.
-    IdempotencyKeyMismatch,
-    /// Another execution is performing this effect right now.
-    IdempotencyInFlight,
-    /// A tool's result is larger than the cap.
-    ToolResultTooLarge,
-    /// One invocation made more effectful calls than the effect store
-    /// records for one invocation (`effects.maxRecordsPerInvocation`).
-    EffectRecordsExceeded,
-    /// One invocation's effect records would hold more result bytes than
-    /// the store keeps for one invocation
-    /// (`effects.maxRecordBytesPerInvocation`).
-    EffectRecordBytesExceeded,
-    /// An effect was sent but never answered; it is not re-fired automatically.
-    EffectOutcomeUnknown,
-    /// Node-pack tools nested deeper than `effects.maxToolDepth`.
-    ToolDepthExceeded,
-    /// An upstream service failed or did not answer (retryable).
-    UpstreamUnavailable,
-    /// An MCP server answered with a JSON-RPC error.
-    McpError,
-    /// No protocol revision in common with a peer.
-    InteropVersionUnsupported,
-    /// One MCP result message exceeded the server's `maxResultBytes`.
-    McpResultTooLarge,
-    /// A node failed with a code of its own (the default for pack errors).
-    NodeFailed,
-    /// A secret the node declares is not provided for this invocation (not
-    /// configured, not granted to the pack, no value for the tenant); the
-    /// node did not run.
-    CredentialUnavailable,
-    /// A downloaded pack archive does not match the integrity the registry
-    /// published for it (checked before unpacking).
-    PackIntegrityFailure,
-    /// A pack's `runtime.requires[]` names a primitive the operator does
-    /// not grant it.
-    PackRuntimeRequirementUnmet,
-    /// The manifest uses a value outside the protocol's closed vocabulary
-    /// (e.g. an unknown `runtime.requires[]` token).
-    InvalidManifest,
-    /// The registry has no such pack version.
-    PackVersionNotFound,
-    /// The pack is of a kind this host does not run (`workflow-chain`,
-    /// `connection`, `prompt`, ...): verified, but nothing here executes it.
-    UnsupportedPackKind,
-    /// A pack archive is larger than a cap: too many entries, an entry
-    /// too large, or too many bytes once decompressed.
-    PackTooLarge,
-    /// A pack archive holds something a pack may not: a link, a device, an
-    /// absolute or climbing path, a path too long to unpack.
-    PackArchiveInvalid,
-    /// A pack archive's bytes are damaged: not gzip, not tar, a gzip
-    /// stream cut short or whose trailer (CRC-32, length) does not match,
-    /// bytes after its end.
-    PackArchiveCorrupt,
-    /// A node type id is outside `[A-Za-z0-9._-]{1,128}`.
-    InvalidTypeId,
-    /// A registry document (discovery, index, key) is larger than the
-    /// client reads.
-    RegistryDocumentTooLarge,
-    /// A JavaScript pack could not be built into a component (its code
-    /// does not parse, imports what it may not, exports no declared node,
-    /// or its top-level code failed): `details.reason` says which.
-    PackBuildFailed,
-}
-
-impl ErrorCode {
-    /// The protocol string, e.g. `sandbox_timeout`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::SandboxEscapeAttempt => "sandbox_escape_attempt",
-            Self::SandboxCapabilityDenied => "sandbox_capability_denied",
-            Self::SandboxMemoryExceeded => "sandbox_memory_exceeded",
-            Self::SandboxTimeout => "sandbox_timeout",
-            Self::SandboxInvocationError => "sandbox_invocation_error",
-            Self::PackValidationFailed => "pack_validation_failed",
-            Self::PackIntegrityMismatch => "pack_integrity_mismatch",
-            Self::PackSignatureInvalid => "pack_signature_invalid",
-            Self::PackCapabilityEscalation => "pack_capability_escalation",
-            Self::PackVersionRollback => "pack_version_rollback",
-            Self::UnsupportedRuntime => "unsupported_runtime",
-            Self::UnsupportedAbiVersion => "unsupported_abi_version",
-            Self::Forbidden => "forbidden",
-            Self::NotFound => "not_found",
-            Self::RateLimited => "rate_limited",
-            Self::ValidationError => "validation_error",
-            Self::EgressDenied => "egress_denied",
-            Self::BudgetExhausted => "budget_exhausted",
-            Self::LoopLimitExceeded => "loop_limit_exceeded",
-            Self::RunTimeout => "run_timeout",
-            Self::InternalError => "internal_error",
-            Self::IdempotencyKeyMismatch => "idempotency_key_mismatch",
-            Self::IdempotencyInFlight => "idempotency_in_flight",
-            Self::ToolResultTooLarge => "tool_result_too_large",
-            Self::EffectRecordsExceeded => "effect_records_exceeded",
-            Self::EffectRecordBytesExceeded => "effect_record_bytes_exceeded",
-            Self::EffectOutcomeUnknown => "effect_outcome_unknown",
-            Self::ToolDepthExceeded => "tool_depth_exceeded",
-            Self::UpstreamUnavailable => "upstream_unavailable",
-            Self::McpError => "mcp_error",
-            Self::InteropVersionUnsupported => "interop_version_unsupported",
-            Self::McpResultTooLarge => "mcp_result_too_large",
-            Self::NodeFailed => "node_failed",
-            Self::CredentialUnavailable => "credential_unavailable",
-            Self::PackIntegrityFailure => "pack_integrity_failure",
-            Self::PackRuntimeRequirementUnmet => "pack_runtime_requirement_unmet",
-            Self::InvalidManifest => "invalid_manifest",
-            Self::PackVersionNotFound => "pack_version_not_found",
-            Self::UnsupportedPackKind => "unsupported_pack_kind",
-            Self::PackTooLarge => "pack_too_large",
-            Self::PackArchiveInvalid => "pack_archive_invalid",
-            Self::PackArchiveCorrupt => "pack_archive_corrupt",
-            Self::InvalidTypeId => "invalid_type_id",
-            Self::RegistryDocumentTooLarge => "registry_document_too_large",
-            Self::PackBuildFailed => "pack_build_failed",
-        }
-    }
-
-    /// Every code, in declaration order (for tables and documents).
-    pub const ALL: [ErrorCode; 45] = [
-        Self::SandboxEscapeAttempt,
-        Self::SandboxCapabilityDenied,
-        Self::SandboxMemoryExceeded,
-        Self::SandboxTimeout,
-        Self::SandboxInvocationError,
-        Self::PackValidationFailed,
-        Self::PackIntegrityMismatch,
-        Self::PackSignatureInvalid,
-        Self::PackCapabilityEscalation,
-        Self::PackVersionRollback,
-        Self::UnsupportedRuntime,
-        Self::UnsupportedAbiVersion,
-        Self::Forbidden,
-        Self::NotFound,
-        Self::RateLimited,
-        Self::ValidationError,
-        Self::EgressDenied,
-        Self::BudgetExhausted,
-        Self::LoopLimitExceeded,
-        Self::RunTimeout,
-        Self::InternalError,
-        Self::IdempotencyKeyMismatch,
-        Self::IdempotencyInFlight,
-        Self::ToolResultTooLarge,
-        Self::EffectRecordsExceeded,
-        Self::EffectRecordBytesExceeded,
-        Self::EffectOutcomeUnknown,
-        Self::ToolDepthExceeded,
-        Self::UpstreamUnavailable,
-        Self::McpError,
-        Self::InteropVersionUnsupported,
-        Self::McpResultTooLarge,
-        Self::NodeFailed,
-        Self::CredentialUnavailable,
-        Self::PackIntegrityFailure,
-        Self::PackRuntimeRequirementUnmet,
-        Self::InvalidManifest,
-        Self::PackVersionNotFound,
-        Self::UnsupportedPackKind,
-        Self::PackTooLarge,
-        Self::PackArchiveInvalid,
-        Self::PackArchiveCorrupt,
-        Self::InvalidTypeId,
-        Self::RegistryDocumentTooLarge,
-        Self::PackBuildFailed,
-    ];
-
-    /// The code for a protocol string, if it is one of ours.
-    pub fn parse(code: &str) -> Option<ErrorCode> {
-        Self::ALL.into_iter().find(|c| c.as_str() == code)
-    }
-
-    /// Codes only the runtime may give as a verdict about a sandbox, a
-    /// pack or a run's limits. A pack returning one of these is rewritten
-    /// (see [`crate::outcome`]) so a host never mistakes it for ours.
-    pub fn is_reserved(self) -> bool {
-        matches!(
-            self,
-            Self::SandboxEscapeAttempt
-                | Self::SandboxCapabilityDenied
-                | Self::SandboxMemoryExceeded
-                | Self::SandboxTimeout
-                | Self::SandboxInvocationError
-                | Self::PackValidationFailed
-                | Self::PackIntegrityMismatch
-                | Self::PackSignatureInvalid
-                | Self::PackCapabilityEscalation
-                | Self::PackVersionRollback
-                | Self::UnsupportedRuntime
-                | Self::UnsupportedAbiVersion
-                | Self::BudgetExhausted
-                | Self::LoopLimitExceeded
-                | Self::RunTimeout
-                | Self::InternalError
-                | Self::CredentialUnavailable
-                | Self::PackIntegrityFailure
-                | Self::PackRuntimeRequirementUnmet
-                | Self::InvalidManifest
-                | Self::UnsupportedPackKind
-                | Self::PackTooLarge
-                | Self::PackArchiveInvalid
-                | Self::PackArchiveCorrupt
-                | Self::InvalidTypeId
-                | Self::PackBuildFailed
-        )
-    }
-}
-
-impl std::fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Who decided that a node failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FailureSource {
-    /// The pack returned this error itself; `code` is the pack's own string.
-    Pack,
-    /// The runtime classified the failure (a limit, a trap, a denial).
-    Runtime,
-}
-
-/// A node failure as reported to the host: a protocol error plus who raised it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeError {
-    /// OpenWOP error code; for [`FailureSource::Pack`] the pack's own string.
-    pub code: String,
-    /// A message for people.
-    pub message: String,
-    /// Machine-readable details (a JSON object), if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<Value>,
-    /// Whether the pack or the runtime raised this error.
-    pub source: FailureSource,
-}
-
-impl NodeError {
-    /// A runtime-classified error with `details` built from key/value pairs.
-    pub fn runtime(
-        code: ErrorCode,
-        message: impl Into<String>,
-        details: Map<String, Value>,
-    ) -> Self {
-        Self {
-            code: code.as_str().to_owned(),
-            message: message.into(),
-            details: if details.is_empty() {
-                None
-            } else {
-                Some(Value::Object(details))
-            },
-            source: FailureSource::Runtime,
-        }
-    }
-
-    /// The value of `details[key]`, if present.
-    pub fn detail(&self, key: &str) -> Option<&Value> {
-        self.details.as_ref()?.get(key)
-    }
-}
-
-impl std::fmt::Display for NodeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
-    }
-}
-
-impl std::error::Error for NodeError {}
-
-/// Builds a `details` map: `details!{"cause" => "fuel", "limit" => 10}`.
-#[macro_export]
-#[doc(hidden)]
-macro_rules! details {
-    ($($k:expr => $v:expr),* $(,)?) => {{
-        #[allow(unused_mut)]
-        let mut m = ::serde_json::Map::new();
-        $( m.insert(($k).to_string(), ::serde_json::json!($v)); )*
-        m
-    }};
-}
 
 /// Why a pack could not be loaded. Each variant maps to one protocol code.
 #[derive(Debug, thiserror::Error)]
@@ -350,7 +17,7 @@ pub enum LoadError {
         message: String,
     },
     /// A pack file is not a regular file, is larger than its cap, or
-    /// cannot be read (`crate::packfile`).
+    /// cannot be read (`crate::files::packfile`).
     #[error("pack_validation_failed at {path}: {message}")]
     PackFile {
         /// JSON path of the field naming the file (e.g. `$.runtime.entry`),
@@ -370,7 +37,7 @@ pub enum LoadError {
     },
     /// `pack.json` is JSON the canonical form (RFC 8785, over I-JSON)
     /// cannot represent exactly: a repeated member name, a number it would
-    /// change, a lone surrogate (`crate::ijson`). Refused before the
+    /// change, a lone surrogate (`crate::json::ijson`). Refused before the
     /// signature is verified.
     #[error("pack_validation_failed at {path}: {message}")]
     NotCanonical {
@@ -468,7 +135,7 @@ pub enum LoadError {
     /// The runtime language/format is not supported.
     #[error("unsupported_runtime: {0}")]
     Unsupported(String),
-    /// The pack's `kind` is not one this host runs (`crate::runnable`).
+    /// The pack's `kind` is not one this host runs (`crate::manifest::runnable`).
     #[error("unsupported_pack_kind: {message}")]
     UnsupportedKind {
         /// The kind the manifest declares.
@@ -476,7 +143,7 @@ pub enum LoadError {
         /// What is wrong and what to do.
         message: String,
     },
-    /// A pack archive was refused (`crate::archive`): too large
+    /// A pack archive was refused (`crate::files::archive`): too large
     /// (`pack_too_large`), holding what a pack may not
     /// (`pack_archive_invalid`) or damaged (`pack_archive_corrupt`).
     #[error("{code}: {message}")]
@@ -735,20 +402,6 @@ impl LoadError {
             message: message.into(),
         }
     }
-}
-
-/// Errors building a [`crate::Runtime`] or reading a policy.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// The policy file is invalid; the message names the field.
-    #[error("invalid policy: {0}")]
-    Policy(String),
-    /// The engine could not be created.
-    #[error("cannot create the wasm engine: {0}")]
-    Engine(String),
-    /// An I/O error (cache directory, policy file).
-    #[error("{0}")]
-    Io(String),
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! The I-JSON (RFC 7493) rules the canonical form (RFC 8785, [`crate::jcs`])
+//! The I-JSON (RFC 7493) rules the canonical form (RFC 8785, [`crate::json::jcs`])
 //! relies on, checked on the raw bytes of a document before it is parsed.
 //!
 //! A signature over the canonical form of `pack.json` binds what the

@@ -8,8 +8,8 @@
 //! reported as what actually caused it. Shared by every pack kind.
 
 use crate::budget::{Dimension, Ledger, RunBounds};
-use crate::classify::Fault;
 use crate::limits::{LimitRequest, Limits};
+use crate::run::classify::Fault;
 use serde_json::Value;
 
 /// Which run-level limit binds the invocation's fuel and wall clock.
@@ -119,7 +119,7 @@ pub fn admit(a: AdmissionInput<'_>) -> Result<Admitted, Fault> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
-    use crate::budget::RunBudget;
+    use crate::model::RunBudget;
     use serde_json::json;
 
     fn ledger(max_fuel: Option<u64>, used_fuel: u64, started: u64) -> Ledger {
@@ -283,9 +283,9 @@ mod tests {
                     );
                 }
                 (Err(f), Err(kind)) => {
-                    let c = crate::classify::classify(&f, "n");
+                    let c = crate::run::classify::classify(&f, "n");
                     assert!(
-                        matches!(&c.breach, Some(crate::events::Event::CapBreached { kind: k, .. }) if k == kind),
+                        matches!(&c.breach, Some(crate::model::events::Event::CapBreached { kind: k, .. }) if k == kind),
                         "case {i}: {c:?}"
                     );
                 }

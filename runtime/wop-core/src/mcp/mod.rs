@@ -1,7 +1,10 @@
-//! `[mcp]`: the operator's MCP servers, and the grant model of `ctx.mcp`.
+//! MCP (`ctx.mcp`): the protocol's names and numbers ([`protocol`]), the
+//! operator's `[mcp]` servers, what a pack's manifest requests and the
+//! grant model. The policy's `[mcp]` section is read from here (also at
+//! its old path, `policy::mcp`).
 //!
-//! Plain serde data and pure checks (moved here from `wop-mcp`, which
-//! re-exports it as `wop_mcp::config`):
+//! Plain serde data and pure checks (`wop-mcp` re-exports them as
+//! `wop_mcp::config`):
 //!
 //! - [`McpSection`] / [`McpServerConfig`]: `[mcp.servers.<id>]` — transport,
 //!   command or URL (operator-trusted, never from a pack), timeouts, caps,
@@ -18,6 +21,8 @@ use serde::{Deserialize, Serialize};
 use crate::ratelimit::RateSpec;
 
 mod grants;
+pub mod protocol;
+
 pub use grants::*;
 
 /// Default per-call timeout in milliseconds.

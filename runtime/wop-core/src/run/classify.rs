@@ -2,10 +2,10 @@
 //! shared by every pack kind (components and ABI v1 core modules). Pure:
 //! the wasmtime adapter turns a trap into a [`Fault`] first.
 
-use crate::breach::BreachKind;
 use crate::budget::Dimension;
 use crate::error::{ErrorCode, NodeError};
-use crate::events::Event;
+use crate::model::breach::BreachKind;
+use crate::model::events::Event;
 use serde_json::Value;
 
 /// What stopped an invocation, as observed by the host.

@@ -1,6 +1,8 @@
 //! Tools: the protocol's `ToolDescriptor`, the call handed to a provider
 //! and the failures a provider reports. Pure data; who may call what is
-//! decided by [`crate::authz`], and the gate crate performs the calls.
+//! decided by [`authz`], and the gate crate performs the calls.
+
+pub mod authz;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -77,7 +77,7 @@ fn check(schema: &Schema, value: &Value, root: &str) -> Result<(), NodeError> {
     let path = json_path(root, e.instance_path().as_str());
     let message = format!(
         "{path}: {} (the node's schema `{}`; nothing ran)",
-        crate::logbuf::cut(&e.to_string(), 300),
+        crate::text::cut(&e.to_string(), 300),
         schema.file
     );
     let details = crate::details! {

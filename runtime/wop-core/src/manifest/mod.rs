@@ -2,6 +2,10 @@
 //! Parsing and validation are pure; every error names the JSON path of the
 //! offending field.
 
+pub mod abi;
+pub mod requires;
+pub mod runnable;
+
 use crate::capability::Capability;
 use crate::error::LoadError;
 use crate::limits::LimitRequest;
@@ -49,7 +53,7 @@ pub struct NodeDecl {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires_secrets: Vec<crate::secrets::SecretRequirement>,
     /// `configSchemaRef`: a JSON Schema file in the pack for the node's
-    /// config, checked at admission ([`crate::schema`]).
+    /// config, checked at admission ([`crate::pack::schema`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_schema_ref: Option<String>,
     /// `inputSchemaRef`: the same for its inputs.
@@ -79,7 +83,7 @@ pub struct RuntimeDecl {
     /// `runtime.entry`: a relative path inside the pack directory.
     pub entry: String,
     /// `runtime.requires[]`: the platform primitives the pack declares it
-    /// needs (the protocol's closed vocabulary; [`crate::requires`]).
+    /// needs (the protocol's closed vocabulary; [`crate::manifest::requires`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub requires: Vec<String>,
 }
@@ -107,11 +111,8 @@ pub struct WopBlock {
     /// MCP servers (and optionally tools) the pack uses through `ctx.mcp`,
     /// e.g. `{"servers": ["everything"], "tools": ["everything/echo"]}`.
     /// Only what the operator also grants (`[packs.<name>] mcp`) is usable.
-    #[serde(
-        default,
-        skip_serializing_if = "crate::policy::mcp::McpRequest::is_empty"
-    )]
-    pub mcp: crate::policy::mcp::McpRequest,
+    #[serde(default, skip_serializing_if = "crate::mcp::McpRequest::is_empty")]
+    pub mcp: crate::mcp::McpRequest,
 }
 
 fn err(path: impl Into<String>, message: impl Into<String>) -> LoadError {
@@ -278,11 +279,11 @@ impl Manifest {
     ///
     /// Bytes the canonical form cannot represent exactly (a repeated
     /// member name, an integer beyond ±(2^53−1) or another number it would
-    /// change, a lone surrogate: [`crate::ijson`]) are refused first, with
+    /// change, a lone surrogate: [`crate::json::ijson`]) are refused first, with
     /// [`LoadError::NotCanonical`], so nothing is verified or run that the
     /// signature would not bind.
     pub fn parse(bytes: &[u8]) -> Result<Manifest, LoadError> {
-        crate::ijson::check(bytes).map_err(|f| LoadError::NotCanonical {
+        crate::json::ijson::check(bytes).map_err(|f| LoadError::NotCanonical {
             path: f.path,
             reason: f.violation.reason(),
             message: f.message,
@@ -294,7 +295,7 @@ impl Manifest {
         }
         // Kind and runtime language: what can run here, decided in one
         // place (an absent `kind` is `node`, the protocol's rule).
-        crate::runnable::judge(&v)?;
+        crate::manifest::runnable::judge(&v)?;
         let name = req_str(&v, "name", "$")?;
         if !valid_name(name) {
             return Err(err(
@@ -377,7 +378,7 @@ impl Manifest {
             "javascript" => Language::Javascript,
             other => {
                 return Err(LoadError::Unsupported(
-                    crate::runnable::unsupported_language(other),
+                    crate::manifest::runnable::unsupported_language(other),
                 ));
             }
         };
@@ -420,11 +421,11 @@ impl Manifest {
                 match w.get("abiVersion") {
                     None => {}
                     Some(Value::Number(n)) => match n.as_i64() {
-                        Some(v) if crate::abi::SUPPORTED_ABI_VERSIONS.contains(&v) => {}
+                        Some(v) if crate::manifest::abi::SUPPORTED_ABI_VERSIONS.contains(&v) => {}
                         Some(v) => {
                             return Err(LoadError::AbiVersion {
                                 version: v,
-                                supported: crate::abi::supported_versions(),
+                                supported: crate::manifest::abi::supported_versions(),
                             });
                         }
                         None => {
@@ -445,7 +446,7 @@ impl Manifest {
         }
         let entry = req_str(rt, "entry", "$.runtime")?;
         check_relative_path(entry, "$.runtime.entry")?;
-        let requires = crate::requires::parse(rt.get("requires"))?;
+        let requires = crate::manifest::requires::parse(rt.get("requires"))?;
 
         // A JavaScript pack (the registry's) needs no `x-wop`: its
         // component is built here and its capabilities derived from its code.

@@ -17,14 +17,24 @@
 //! readOnly = true
 //! ```
 
-use crate::capability::Capability;
+pub mod grant;
+pub mod sections;
+
+pub use crate::limits::LimitsSection;
+pub use grant::{FsGrant, PackGrant};
+pub use sections::{
+    DEFAULT_MAX_RECORD_BYTES_PER_INVOCATION, DEFAULT_MAX_RESULT_BYTES, EffectsSection,
+    LEASE_MARGIN_MS, MeteringSection, RunsSection, ToolSpec,
+};
+
 use crate::error::ConfigError;
 use crate::limits::Limits;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-pub mod mcp;
+/// `[mcp]` (the MCP room, also at this path).
+pub use crate::mcp;
 
 /// The operator policy.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -68,281 +78,6 @@ pub struct Policy {
     /// per pack (`[packs.<name>] secrets`), attached on the way out.
     #[serde(default)]
     pub secrets: BTreeMap<String, crate::secrets::SecretSpec>,
-}
-
-/// `[metering]`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct MeteringSection {
-    /// Record the per-host-call breakdown (fuel before each call, wall time
-    /// inside it). Default true; costs ≈ 190 ns per host call (decision 0005).
-    pub host_call_breakdown: Option<bool>,
-}
-
-/// `[runs]`: the default budget and bounds of a run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RunsSection {
-    /// See [`crate::budget::RunBudget::max_tool_calls`].
-    pub max_tool_calls: Option<u64>,
-    /// See [`crate::budget::RunBudget::max_fuel`].
-    pub max_fuel: Option<u64>,
-    /// See [`crate::budget::RunBudget::max_cost_usd`].
-    pub max_cost_usd: Option<f64>,
-    /// See [`crate::budget::RunBudget::threshold_percent`].
-    pub threshold_percent: Option<u8>,
-    /// Only `fail` is supported.
-    #[serde(default)]
-    pub on_exhaustion: crate::budget::OnExhaustion,
-    /// See [`crate::budget::RunBounds::max_loop_iterations`].
-    pub max_loop_iterations: Option<u32>,
-    /// See [`crate::budget::RunBounds::run_timeout_ms`].
-    pub run_timeout_ms: Option<u64>,
-}
-
-impl RunsSection {
-    /// The default budget.
-    pub fn budget(&self) -> crate::budget::RunBudget {
-        crate::budget::RunBudget {
-            max_tool_calls: self.max_tool_calls,
-            max_fuel: self.max_fuel,
-            max_cost_usd: self.max_cost_usd,
-            threshold_percent: self.threshold_percent,
-            on_exhaustion: self.on_exhaustion,
-        }
-    }
-
-    /// The default bounds.
-    pub fn bounds(&self) -> crate::budget::RunBounds {
-        crate::budget::RunBounds {
-            max_loop_iterations: self.max_loop_iterations,
-            run_timeout_ms: self.run_timeout_ms,
-        }
-    }
-}
-
-/// One `[[tools]]` entry: exactly one of `url` (an operator HTTP tool) or
-/// `packType` (a node of a loaded pack).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ToolSpec {
-    /// `<scope>:<id>`.
-    pub id: String,
-    /// Operator endpoint (HTTP tool). Loopback/private allowed: operator-trusted.
-    pub url: Option<String>,
-    /// HTTP method (default POST).
-    pub method: Option<String>,
-    /// Node type of a loaded pack (node-pack tool).
-    pub pack_type: Option<String>,
-    /// Safety tier.
-    pub safety_tier: crate::tools::SafetyTier,
-    /// Replay policy (default: `idempotent` for HTTP tools is NOT assumed;
-    /// unset means the tier decides whether calls are effects).
-    pub replay_policy: Option<crate::tools::ReplayPolicy>,
-    /// Scopes the principal must hold.
-    #[serde(default)]
-    pub scopes: Vec<String>,
-    /// Tenants that may see the tool (default: all).
-    pub tenants: Option<Vec<String>>,
-    /// Per-call timeout in ms (default 10 000; clamped to the caller's
-    /// remaining wall clock).
-    pub timeout_ms: Option<u64>,
-    /// Rate limit per (principal, tool).
-    pub rate_limit: Option<crate::ratelimit::RateSpec>,
-    /// Catalog title.
-    pub title: Option<String>,
-    /// Catalog description.
-    pub description: Option<String>,
-    /// JSON Schema of the arguments.
-    pub input_schema: Option<serde_json::Value>,
-}
-
-/// How much longer than the wall-clock ceiling an effect claim's lease
-/// must be (what an invocation spends around its sandbox: admission,
-/// recording).
-pub const LEASE_MARGIN_MS: u64 = 1_000;
-
-/// `[effects]`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct EffectsSection {
-    /// Claim lease in ms (default: the wall-clock ceiling + 5 s). Must be
-    /// at least the wall-clock ceiling + [`LEASE_MARGIN_MS`]: a claim must
-    /// outlive the longest call it guards (every call, and a whole node
-    /// invocation claimed by `wop serve`, ends by the wall clock), or a
-    /// call still running would be taken over as abandoned.
-    pub lease_ms: Option<u64>,
-    /// How long a duplicate waits for an in-flight claim before
-    /// `idempotency_in_flight` (default 2000 ms).
-    pub in_flight_wait_ms: Option<u64>,
-    /// Days completed/released records are kept (default and minimum 14).
-    pub retention_days: Option<u64>,
-    /// Largest tool result recorded and returned, in bytes (default 1 MiB).
-    pub max_result_bytes: Option<u64>,
-    /// Most effectful calls (claimed or replayed) one invocation may make,
-    /// so one invocation can grow the effect store by at most this many
-    /// records of at most `maxResultBytes` each (default 64; 0 refuses
-    /// every effectful call).
-    pub max_records_per_invocation: Option<u32>,
-    /// Most result bytes one invocation's effect records may hold, all
-    /// records together (the recorded result or error of each effectful
-    /// call, claimed or replayed alike). An effectful call is refused
-    /// before it is sent when the bytes recorded so far plus one result of
-    /// up to `maxResultBytes` would pass it. Default
-    /// [`DEFAULT_MAX_RECORD_BYTES_PER_INVOCATION`] (4 MiB), or 4 ×
-    /// `maxResultBytes` if that is larger (room for four whole results);
-    /// must be at least `maxResultBytes`.
-    pub max_record_bytes_per_invocation: Option<u64>,
-    /// Maximum nesting of node-pack tools (default 3).
-    pub max_tool_depth: Option<u32>,
-    /// Where effects, budgets and usage live when `--store` is not given: a
-    /// sled directory or a `postgres://` URL, or `env:NAME` to read either
-    /// from the environment variable `NAME` (keeps a database password out
-    /// of the policy file).
-    pub store: Option<String>,
-}
-
-/// The default of `effects.maxResultBytes`: 1 MiB.
-pub const DEFAULT_MAX_RESULT_BYTES: u64 = 1 << 20;
-
-/// The default of `effects.maxRecordBytesPerInvocation`: 4 MiB.
-pub const DEFAULT_MAX_RECORD_BYTES_PER_INVOCATION: u64 = 4 << 20;
-
-impl EffectsSection {
-    /// `maxResultBytes`, or its default.
-    pub fn max_result_bytes(&self) -> u64 {
-        self.max_result_bytes.unwrap_or(DEFAULT_MAX_RESULT_BYTES)
-    }
-
-    /// `maxRecordBytesPerInvocation`, or its default: 4 MiB, or 4 ×
-    /// `maxResultBytes` if that is larger (four whole results fit).
-    pub fn max_record_bytes_per_invocation(&self) -> u64 {
-        self.max_record_bytes_per_invocation.unwrap_or_else(|| {
-            DEFAULT_MAX_RECORD_BYTES_PER_INVOCATION.max(self.max_result_bytes().saturating_mul(4))
-        })
-    }
-
-    /// The store `store` names, with `env:NAME` read from the environment;
-    /// `None` when unset. The error names the missing variable.
-    pub fn store_spec(&self) -> Result<Option<String>, String> {
-        let Some(raw) = self.store.as_deref() else {
-            return Ok(None);
-        };
-        let spec = match raw.strip_prefix("env:") {
-            Some(name) => std::env::var(name).map_err(|_| {
-                format!("[effects] store = \"env:{name}\" but the environment variable {name} is not set")
-            })?,
-            None => raw.to_owned(),
-        };
-        if spec.trim().is_empty() {
-            return Err(
-                "[effects] store is empty: give a directory or a postgres:// URL".to_owned(),
-            );
-        }
-        Ok(Some(spec))
-    }
-}
-
-/// `[limits]`: the same fields as [`Limits`], each optional.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LimitsSection {
-    /// See [`Limits::memory_bytes`].
-    pub memory_bytes: Option<u64>,
-    /// See [`Limits::fuel`].
-    pub fuel: Option<u64>,
-    /// See [`Limits::wall_clock_ms`].
-    pub wall_clock_ms: Option<u64>,
-    /// See [`Limits::table_elements`].
-    pub table_elements: Option<u64>,
-    /// See [`Limits::instances`].
-    pub instances: Option<u64>,
-    /// See [`Limits::memories_and_tables`].
-    pub memories_and_tables: Option<u64>,
-    /// See [`Limits::output_bytes`].
-    pub output_bytes: Option<u64>,
-    /// See [`Limits::log_bytes`].
-    pub log_bytes: Option<u64>,
-    /// See [`Limits::log_line_bytes`].
-    pub log_line_bytes: Option<u64>,
-    /// See [`Limits::resource_entries`].
-    pub resource_entries: Option<u64>,
-    /// See [`Limits::host_arg_bytes`].
-    pub host_arg_bytes: Option<u64>,
-}
-
-/// Grants for one pack.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PackGrant {
-    /// Capabilities (openwop interfaces) granted beyond the base set. The
-    /// pack gets those it also requests in its manifest.
-    #[serde(default)]
-    pub capabilities: Vec<Capability>,
-    /// One host directory mounted as the pack's only preopen, at `/data`.
-    pub filesystem: Option<FsGrant>,
-    /// Tool ids (or `prefix:*` patterns) the pack may call, if its manifest
-    /// also declares them.
-    #[serde(default)]
-    pub tools: Vec<String>,
-    /// Destinations safe-fetch may reach, as `[scheme://]host[:port]`
-    /// patterns (`api.example.com`, `*.example.com`, `http://host:8080`;
-    /// see [`crate::egress::allow`]). Effective only for hosts the pack's
-    /// manifest also requests (`x-wop.egress`).
-    #[serde(default)]
-    pub egress: Vec<String>,
-    /// MCP servers and tools the pack may use, if its manifest also
-    /// requests them (`x-wop.mcp`): a server id (every tool),
-    /// `<server>/<tool>`, `<server>/*` or `<server>/<prefix>*`.
-    #[serde(default)]
-    pub mcp: Vec<String>,
-    /// MCP resources the pack may read, per server: URI patterns (an exact
-    /// URI, or `prefix*`), effective only for URIs its manifest also
-    /// requests (`x-wop.mcp.resources`). A tool grant never allows a read;
-    /// by default nothing is readable.
-    #[serde(default)]
-    pub mcp_resources: BTreeMap<String, Vec<String>>,
-    /// Host services of the protocol's JavaScript `ctx` (`callAI`,
-    /// `db.sql.query`, `storage.kv.get`, …) mapped to tool ids, for a
-    /// JavaScript pack: `ctx.<service>(args)` becomes a gated call of that
-    /// tool (this mapping declares and grants it for the pack; the `tools`
-    /// capability is still needed). An unmapped service fails with
-    /// `not_found`, naming the line that would map it.
-    #[serde(default)]
-    pub services: BTreeMap<String, String>,
-    /// Secrets (`[secrets.<id>]`) the pack's nodes may use, if a node also
-    /// declares them (`requiresSecrets`). The host attaches them; the
-    /// pack never sees a value.
-    #[serde(default)]
-    pub secrets: Vec<String>,
-    /// Require a trusted signature for this pack (overrides
-    /// `[trust] requireSignature`).
-    pub require_signature: Option<bool>,
-    /// The approved version's `pack.json` (a file, or a pack directory
-    /// holding one). A version that requests more than it is refused with
-    /// `pack_capability_escalation` until this points at that version; a
-    /// lower version is refused with `pack_version_rollback` unless
-    /// `allowRollback` is set.
-    pub approved: Option<PathBuf>,
-    /// Load a version lower than the approved one (default `false`: a
-    /// rollback is refused with `pack_version_rollback`).
-    #[serde(default)]
-    pub allow_rollback: bool,
-}
-
-/// A directory granted to a pack.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct FsGrant {
-    /// The host directory. It must exist.
-    pub path: PathBuf,
-    /// Read-only unless set to `false`.
-    #[serde(default = "yes")]
-    pub read_only: bool,
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// Upper bounds that keep the pooling allocator's reservations sane.
@@ -474,7 +209,7 @@ impl Policy {
             mcp::validate_resource_grants(&grant.mcp_resources)
                 .map_err(|e| ConfigError::Policy(format!("packs.{name}.mcpResources{e}")))?;
             for p in &grant.tools {
-                crate::authz::pattern_matches(p, "x:y")
+                crate::tools::authz::pattern_matches(p, "x:y")
                     .map_err(|e| ConfigError::Policy(format!("packs.{name}.tools: {e}")))?;
             }
             if let Some(a) = &grant.approved {

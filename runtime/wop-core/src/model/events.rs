@@ -1,7 +1,7 @@
 //! Events the runtime emits, with the protocol's exact names, and the
 //! [`EventSink`] trait hosts implement to receive them.
 
-use crate::breach::BreachKind;
+use crate::model::breach::BreachKind;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Mutex;

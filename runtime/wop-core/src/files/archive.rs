@@ -22,7 +22,7 @@ use std::rc::Rc;
 /// below, not this count.
 pub const MAX_ENTRIES: usize = 1024;
 /// Largest decompressed archive (all entries and tar headers).
-pub const MAX_TOTAL_BYTES: u64 = crate::packfile::MAX_ENTRY_BYTES + (8 << 20);
+pub const MAX_TOTAL_BYTES: u64 = crate::files::packfile::MAX_ENTRY_BYTES + (8 << 20);
 /// Longest path segment of an entry (Linux `NAME_MAX`): a longer one
 /// could not be unpacked, so it is refused before anything is written.
 pub const MAX_SEGMENT_BYTES: usize = 255;
@@ -188,7 +188,7 @@ pub fn read_tgz(bytes: &[u8]) -> Result<BTreeMap<String, Vec<u8>>, ArchiveError>
     read_tgz_capped(
         bytes,
         MAX_ENTRIES,
-        crate::packfile::MAX_ENTRY_BYTES,
+        crate::files::packfile::MAX_ENTRY_BYTES,
         MAX_TOTAL_BYTES,
     )
 }

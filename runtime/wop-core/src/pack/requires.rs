@@ -2,7 +2,7 @@
 //! (the protocol's closed vocabulary). A declaration, not a grant: a pack
 //! whose requirement the operator does not grant is refused at install and
 //! at load with `pack_runtime_requirement_unmet` (`unmet[]`); an unknown
-//! token is `invalid_manifest`.
+//! token is `invalid_manifest` ([`crate::manifest::requires`]).
 //!
 //! What grants each primitive here:
 //!
@@ -18,51 +18,6 @@ use crate::capability::Capability;
 use crate::error::LoadError;
 use crate::manifest::Manifest;
 use crate::policy::Policy;
-use serde_json::Value;
-
-/// The protocol's vocabulary.
-pub const TOKENS: [&str; 8] = [
-    "net.dns",
-    "net.outbound",
-    "crypto",
-    "subprocess",
-    "fs.read",
-    "fs.write",
-    "env.read",
-    "clock",
-];
-
-/// Reads `runtime.requires` (absent and `[]` are the same).
-pub fn parse(v: Option<&Value>) -> Result<Vec<String>, LoadError> {
-    let bad = |path: String, message: String| Err(LoadError::InvalidManifest { path, message });
-    let items = match v {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(a)) => a,
-        Some(_) => return bad("$.runtime.requires".into(), "must be an array".into()),
-    };
-    let mut out: Vec<String> = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let path = format!("$.runtime.requires[{i}]");
-        let Some(t) = item.as_str() else {
-            return bad(path, "must be a string".into());
-        };
-        if !TOKENS.contains(&t) {
-            let shown = &t[..t.floor_char_boundary(40)];
-            return bad(
-                path,
-                format!(
-                    "`{shown}` is not a runtime requirement; the vocabulary is {}",
-                    TOKENS.join(", ")
-                ),
-            );
-        }
-        if out.iter().any(|o| o == t) {
-            return bad(path, format!("`{t}` is listed twice"));
-        }
-        out.push(t.to_owned());
-    }
-    Ok(out)
-}
 
 /// Whether the operator grants `token` to `pack`.
 fn granted(policy: &Policy, pack: &str, token: &str) -> bool {
@@ -139,16 +94,5 @@ mod tests {
         let env = manifest(r#"["env.read"]"#).unwrap();
         assert!(check(&granted, &env).is_err());
         assert!(check(&none, &manifest("[]").unwrap()).is_ok());
-        for bad in [
-            r#"["net.smtp"]"#,
-            r#"["clock","clock"]"#,
-            r#"[1]"#,
-            r#""clock""#,
-        ] {
-            match manifest(bad) {
-                Err(LoadError::InvalidManifest { .. }) => {}
-                other => panic!("{bad}: {other:?}"),
-            }
-        }
     }
 }

@@ -85,7 +85,7 @@ impl McpRequest {
                     format!("`{t}` names server `{server}`, which is not in `servers`"),
                 ));
             }
-            crate::authz::pattern_matches(tool, "x").map_err(|e| (at.clone(), e))?;
+            crate::tools::authz::pattern_matches(tool, "x").map_err(|e| (at.clone(), e))?;
             if tool.is_empty() {
                 return Err((at, format!("`{t}` has an empty tool name")));
             }
@@ -202,7 +202,7 @@ pub fn validate_grants(grants: &[String]) -> Result<(), String> {
         if tool.is_empty() {
             return Err(format!("[{i}]: `{g}` has an empty tool name"));
         }
-        crate::authz::pattern_matches(tool, "x").map_err(|e| format!("[{i}]: {e}"))?;
+        crate::tools::authz::pattern_matches(tool, "x").map_err(|e| format!("[{i}]: {e}"))?;
     }
     Ok(())
 }
@@ -250,7 +250,7 @@ fn grant_matches(grant: &str, server: &str, tool: Option<&str>) -> Result<bool, 
     }
     match tool {
         None => Ok(true),
-        Some(t) => crate::authz::pattern_matches(gt, t),
+        Some(t) => crate::tools::authz::pattern_matches(gt, t),
     }
 }
 

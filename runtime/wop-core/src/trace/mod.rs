@@ -9,6 +9,8 @@
 //! for a host call (`tool`, `mcp`, `http`). Attribute values are capped at
 //! [`MAX_ATTR_LEN`] bytes.
 
+pub mod sampling;
+
 use serde_json::{Value, json};
 
 /// Longest attribute value kept (longer ones are cut at a char boundary).

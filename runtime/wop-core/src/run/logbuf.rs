@@ -11,8 +11,10 @@
 //! built after a call's result was redacted (a redirect hop's
 //! `egress.decided`) is covered as well as a log line.
 
-use crate::events::{Event, LogLevel, LogStream};
+use crate::model::events::{Event, LogLevel, LogStream};
 use crate::secrets::{Credentials, redact};
+/// Cutting a line at the line cap, with its marker ([`crate::text`]).
+pub use crate::text::{CUT_MARKER, cut};
 use serde_json::Value;
 
 /// Most events kept per invocation.
@@ -23,9 +25,6 @@ pub const MAX_EVENTS: usize = 10_000;
 /// [`MAX_EVENTS`]: a pack cannot make the host hold more than this in
 /// audit events whatever it passes to its host calls.
 pub const MAX_EVENT_BYTES: usize = 4 << 20;
-
-/// Appended to a line cut at the line cap.
-pub const CUT_MARKER: &str = " …[truncated]";
 
 /// Receives each event a [`LogBuffer`] keeps, at the moment it is kept:
 /// how a host streams an invocation's log lines and audit events while the
@@ -288,18 +287,6 @@ impl LogBuffer {
         }
         self.events
     }
-}
-
-/// Cuts `s` to at most `cap` bytes on a char boundary, adding the marker.
-pub fn cut(s: &str, cap: usize) -> String {
-    if s.len() <= cap {
-        return s.to_owned();
-    }
-    let mut end = cap;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}{CUT_MARKER}", &s[..end])
 }
 
 /// The log buffer shared between the `log` interface, WASI stdio and the

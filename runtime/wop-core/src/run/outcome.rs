@@ -22,9 +22,9 @@
 //!   v1: the `interrupt` capability); otherwise the node fails with
 //!   `sandbox_capability_denied`.
 
-use crate::classify::{Classified, Fault, classify};
 use crate::error::{ErrorCode, FailureSource, NodeError};
 use crate::model::Outcome;
+use crate::run::classify::{Classified, Fault, classify};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
@@ -107,7 +107,7 @@ pub fn interpret(
     if size > output_cap {
         let c = classify(
             &Fault::HostCap {
-                kind: crate::breach::BreachKind::OutputBytes,
+                kind: crate::model::breach::BreachKind::OutputBytes,
                 limit: output_cap,
                 observed: size,
             },
@@ -193,7 +193,7 @@ fn envelope(
         v.get(k).cloned().ok_or_else(|| {
             bad(format!(
                 "a `{}` response must have `{k}`",
-                crate::logbuf::cut(&v["outcome"].to_string(), 64)
+                crate::text::cut(&v["outcome"].to_string(), 64)
             ))
         })
     };
@@ -228,7 +228,7 @@ fn pack_error(
         if let Some(Value::Object(m)) = &mut c.error.details {
             m.insert(
                 "packCode".to_owned(),
-                json!(crate::logbuf::cut(code, MAX_CODE_BYTES)),
+                json!(crate::text::cut(code, MAX_CODE_BYTES)),
             );
         }
         c
@@ -267,7 +267,7 @@ fn pack_error(
     Classified {
         error: NodeError {
             code: code.to_owned(),
-            message: crate::logbuf::cut(message, MAX_MESSAGE_BYTES),
+            message: crate::text::cut(message, MAX_MESSAGE_BYTES),
             details: details.map(Value::Object),
             source: FailureSource::Pack,
         },
@@ -449,7 +449,7 @@ mod tests {
             let c = r.unwrap_err();
             assert_eq!(c.error.code, "sandbox_invocation_error");
             assert!(
-                matches!(&c.breach, Some(crate::events::Event::CapBreached { kind, .. }) if kind == "output-bytes")
+                matches!(&c.breach, Some(crate::model::events::Event::CapBreached { kind, .. }) if kind == "output-bytes")
             );
         }
     }

@@ -1,8 +1,21 @@
-//! Loading a pack directory: manifest, integrity, the import gate and the
-//! describe() check. Every file is read by [`crate::packfile`] through a
-//! `cap-std` `Dir` rooted at the pack directory, so no manifest path can
-//! leave it (`..`, absolute paths fail), and only regular files are read:
-//! no symlink is followed, no FIFO waited on, no size unchecked.
+//! Loading a pack directory under the operator's policy: its provenance
+//! ([`provenance`](mod@provenance)), its approval ([`approval`]), its runtime requirements
+//! ([`requires`]), manifest and integrity, the import gate, the describe()
+//! check ([`identity`]) and its node schemas ([`schema`]).
+//!
+//! Every file is read by [`crate::files::packfile`] through a `cap-std`
+//! `Dir` rooted at the pack directory, so no manifest path can leave it
+//! (`..`, absolute paths fail), and only regular files are read: no
+//! symlink is followed, no FIFO waited on, no size unchecked.
+
+pub mod approval;
+pub mod identity;
+pub mod provenance;
+pub mod requires;
+pub mod schema;
+
+pub use approval::{check_escalation, check_rollback};
+pub use provenance::{check_bare, provenance, signature_required, signature_required_for_all};
 
 use crate::capability::{Capability, ImportVerdict, classify_import, effective};
 use crate::error::LoadError;
@@ -15,7 +28,7 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::packfile::{MAX_ENTRY_BYTES, MAX_MANIFEST_BYTES, MAX_SIG_BYTES};
+use crate::files::packfile::{MAX_ENTRY_BYTES, MAX_MANIFEST_BYTES, MAX_SIG_BYTES};
 
 /// One import of the component and the verdict on it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -90,12 +103,12 @@ pub fn read_pack(dir: &Path) -> Result<(Manifest, Vec<u8>, String), LoadError> {
 }
 
 /// [`read_pack`] in the order of decision 0025: the provenance of
-/// `pack.json` first ([`crate::trust::provenance`]: the signature against
+/// `pack.json` first ([`provenance()`]: the signature against
 /// `[trust]`, before anything in the manifest but its name is judged),
 /// then what the pack is and whether it can run here
 /// ([`crate::manifest::Manifest::parse`], which asks
-/// [`crate::runnable`]), then escalation against `[packs.<name>]
-/// approved` and the `runtime.requires[]` gate ([`crate::requires::check`]),
+/// [`crate::manifest::runnable`]), then escalation against `[packs.<name>]
+/// approved` and the `runtime.requires[]` gate ([`crate::pack::requires::check`]),
 /// and only then the entry is read and its pinned sha256 checked.
 pub fn read_pack_trusted(
     dir: &Path,
@@ -104,10 +117,10 @@ pub fn read_pack_trusted(
     let root = open_root(dir)?;
     let raw = read_capped(&root, MANIFEST_FILE, MAX_MANIFEST_BYTES, "$")?;
     let sig = read_sig(&root)?;
-    crate::trust::provenance(policy, &raw, sig.as_ref().map(Found::file))?;
+    crate::pack::provenance(policy, &raw, sig.as_ref().map(Found::file))?;
     let manifest = Manifest::parse(&raw)?;
-    crate::trust::check_escalation(policy, &manifest)?;
-    crate::requires::check(policy, &manifest)?;
+    crate::pack::check_escalation(policy, &manifest)?;
+    crate::pack::requires::check(policy, &manifest)?;
     read_entry(&root, manifest)
 }
 
@@ -118,14 +131,14 @@ pub fn trust_verdict(dir: &Path, policy: &Policy) -> Result<crate::trust::TrustV
     let root = open_root(dir)?;
     let raw = read_capped(&root, MANIFEST_FILE, MAX_MANIFEST_BYTES, "$")?;
     let sig = read_sig(&root)?;
-    crate::trust::provenance(policy, &raw, sig.as_ref().map(Found::file)).map(|(_, v)| v)
+    crate::pack::provenance(policy, &raw, sig.as_ref().map(Found::file)).map(|(_, v)| v)
 }
 
 /// The manifest's file name inside a pack directory.
 pub const MANIFEST_FILE: &str = "pack.json";
 
 /// The bytes of `pack.json` in the pack directory `dir`, read by the
-/// bounded, no-follow reader ([`crate::packfile`]): the one way anything
+/// bounded, no-follow reader ([`crate::files::packfile`]): the one way anything
 /// (the ABI v1 detection included) looks at a manifest.
 pub fn read_manifest_bytes(dir: &Path) -> Result<Vec<u8>, LoadError> {
     let root = open_root(dir)?;
@@ -165,7 +178,7 @@ impl Found {
 /// A pack file, if there is anything by that name (which must then be a
 /// regular file like every pack file).
 fn read_optional(root: &Dir, file: &str) -> Result<Option<Vec<u8>>, LoadError> {
-    match crate::packfile::kind_in(root, file) {
+    match crate::files::packfile::kind_in(root, file) {
         Ok(None) => Ok(None),
         Ok(Some(_)) => read_capped(root, file, MAX_SIG_BYTES, file).map(Some),
         Err(r) => Err(r.into_load_error(file, file)),
@@ -175,7 +188,7 @@ fn read_optional(root: &Dir, file: &str) -> Result<Option<Vec<u8>>, LoadError> {
 /// `keys/pack.json.sig` (the protocol's), else the legacy `pack.sig`; a
 /// pack carrying both is refused (which one would count?).
 fn read_sig(root: &Dir) -> Result<Option<Found>, LoadError> {
-    let protocol = match crate::packfile::kind_in(root, "keys") {
+    let protocol = match crate::files::packfile::kind_in(root, "keys") {
         Ok(Some(_)) => read_optional(root, crate::trust::protocol::SIG_PATH)?,
         Ok(None) => None,
         Err(r) => return Err(r.into_load_error("keys", "keys")),
@@ -220,10 +233,10 @@ fn read_entry(root: &Dir, manifest: Manifest) -> Result<(Manifest, Vec<u8>, Stri
     Ok((manifest, entry, actual))
 }
 
-/// Every pack file is read here: [`crate::packfile::read_in`] (regular
+/// Every pack file is read here: [`crate::files::packfile::read_in`] (regular
 /// files only, no blocking open, size checked before reading).
 fn read_capped(root: &Dir, rel: &str, cap: u64, json_path: &str) -> Result<Vec<u8>, LoadError> {
-    crate::packfile::read_in(root, rel, cap).map_err(|r| r.into_load_error(json_path, rel))
+    crate::files::packfile::read_in(root, rel, cap).map_err(|r| r.into_load_error(json_path, rel))
 }
 
 /// The import gate: every import judged in declaration order; the first
@@ -434,8 +447,8 @@ pub const MAX_SCHEMA_BYTES: u64 = 1 << 20;
 pub fn read_node_schemas(
     dir: &Path,
     manifest: &Manifest,
-) -> Result<std::collections::BTreeMap<String, crate::schema::NodeSchemas>, LoadError> {
-    use crate::schema::{NodeSchemas, Schema};
+) -> Result<std::collections::BTreeMap<String, crate::pack::schema::NodeSchemas>, LoadError> {
+    use crate::pack::schema::{NodeSchemas, Schema};
     let mut out = std::collections::BTreeMap::new();
     if manifest
         .nodes
@@ -465,3 +478,6 @@ pub fn read_node_schemas(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests;
