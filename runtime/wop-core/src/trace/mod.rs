@@ -1,7 +1,7 @@
 //! Traces (DESIGN.md §9): W3C trace context in and out, the spans of one
 //! invocation, and their OTLP/HTTP JSON encoding. Pure: ids come from the
 //! caller's randomness, times from the caller's clock, and exporting is
-//! the gate's (`wop_gate::otlp`).
+//! the gate's (`wop_gate::telemetry::otlp`).
 //!
 //! Span names are the protocol's and never a string a pack chose:
 //! `openwop.node.<typeId>` (the type id only when it is a plain
