@@ -410,7 +410,7 @@ mod tests {
     }
 }
 
-/// The state of one configured MCP server as last seen ([`Server::status`]).
+/// The state of one configured MCP server as last seen (its `status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServerState {
     /// Not started yet (servers start on first use).

@@ -3,9 +3,10 @@
 //! The pure pieces: [`addr`] (which IP addresses are forbidden), [`host`]
 //! (host normalization and forbidden names) and [`allow`] (the pack's
 //! allow-list: manifest request ∩ operator grant), plus the request checks
-//! in this module. [`client`] is the guarded HTTP client: it resolves
-//! every name once through a [`Resolver`], rejects the whole answer if any
-//! address is forbidden, and connects only to the validated addresses.
+//! in this module. The guarded HTTP client (`wop_gate::fetch_client`)
+//! resolves every name once through a `Resolver`, rejects the whole answer
+//! if any address is forbidden, and connects only to the validated
+//! addresses.
 //!
 //! Every fetch passes the gate (see `host/http.rs`): a refused destination
 //! is a `Gate::deny` with `egress_denied`; an allowed one is a

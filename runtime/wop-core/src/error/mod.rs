@@ -84,7 +84,7 @@ macro_rules! details {
     }};
 }
 
-/// Errors building a [`crate::Runtime`] or reading a policy.
+/// Errors building a `wop_runtime::Runtime` or reading a policy.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The policy file is invalid; the message names the field.

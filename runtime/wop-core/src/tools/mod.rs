@@ -213,7 +213,7 @@ impl ToolDescriptor {
     }
 }
 
-/// One call handed to a [`ToolProvider`].
+/// One call handed to a tool provider (`wop_gate::ToolProvider`).
 #[derive(Debug, Clone)]
 pub struct ToolCall {
     /// The tool.
