@@ -37,6 +37,11 @@
 //!
 //! `--serve-memory-store` runs `wop serve --memory-store`, which separates
 //! what HTTP costs from what the durable store costs.
+//!
+//! `--profile <lang> <seconds>` loads every pack, warms up, prints
+//! `profiling <pid>` and then only calls `<lang>`'s hello through the
+//! library for `<seconds>`, so a profiler attached at that line sees the
+//! invocations and not the compile (`fuel-benches/profile-language.sh`).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use anyhow::{Context as _, Result, bail};
@@ -219,6 +224,21 @@ async fn runtime(cfg: &RuntimeConfig, langs: &[Lang]) -> Result<Runtime> {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<()> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = args.iter().position(|a| a == "--profile") {
+        let lang = args
+            .get(i + 1)
+            .context("--profile <lang> <seconds>")?
+            .clone();
+        let secs: u64 = args
+            .get(i + 2)
+            .and_then(|s| s.parse().ok())
+            .context("--profile <lang> <seconds>")?;
+        let built = PathBuf::from(
+            args.first()
+                .context("languages <built-dir> --profile <lang> <seconds>")?,
+        );
+        return profile(&built, &lang, Duration::from_secs(secs)).await;
+    }
     let serve_memory = args.iter().any(|a| a == "--serve-memory-store");
     args.retain(|a| a != "--serve-memory-store");
     let built = PathBuf::from(args.first().context(
@@ -309,6 +329,34 @@ async fn main() -> Result<()> {
     let n = rounds * BLOCK;
     let store = if serve_memory { "memory" } else { "sled" };
     report(&langs, samples, &stats(healthz), n, store);
+    Ok(())
+}
+
+/// `--profile`: one language's library calls, in a loop, for a profiler.
+async fn profile(built: &Path, name: &str, secs: Duration) -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let langs = langs(built, tmp.path())?;
+    let l = langs
+        .iter()
+        .find(|l| l.name == name)
+        .with_context(|| format!("no language {name} (built: {})", built.display()))?;
+    let rt = runtime(&RuntimeConfig::new(), std::slice::from_ref(l)).await?;
+    for _ in 0..BLOCK {
+        lib_once(&rt, l).await?;
+    }
+    println!("profiling {}", std::process::id());
+    // Give the profiler a moment to attach.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (start, mut calls) = (Instant::now(), 0u64);
+    let mut lib = Vec::new();
+    while start.elapsed() < secs {
+        lib.push(lib_once(&rt, l).await?.0);
+        calls += 1;
+    }
+    println!(
+        "{name}: {calls} calls, library p50 {:.1} µs",
+        stats(lib).p50_us
+    );
     Ok(())
 }
 

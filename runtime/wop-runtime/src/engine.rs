@@ -224,6 +224,77 @@ mod tests {
         );
     }
 
+    /// Funcrefs call the function they name, in every instance: the
+    /// workspace's patched wasmtime builds a defined function's funcref
+    /// from a per-module table of code offsets and a per-instance record
+    /// of where its store keeps the code (decision 0037). Two modules fill
+    /// one imported table through element segments and `ref.func` and
+    /// call through it, in two stores one after the other (the second
+    /// reuses the pool's slots), and their exports are called directly.
+    #[test]
+    fn funcrefs_call_the_functions_they_name_in_every_instance() {
+        let engine = wasmtime::Engine::new(&super::engine_config()).unwrap();
+        let table = wasmtime::Module::new(
+            &engine,
+            wat::parse_str(r#"(module (table (export "t") 8 funcref))"#).unwrap(),
+        )
+        .unwrap();
+        let user = |base: i32, a: i32| {
+            let wat = format!(
+                r#"(module
+                     (import "host" "t" (table 8 funcref))
+                     (func $pad (result i32) (i32.const -1))
+                     (func $a (result i32) (i32.const {a}))
+                     (func $b (result i32) (i32.const {b}))
+                     (func $c (export "c") (result i32) (i32.const {c}))
+                     (elem (table 0) (i32.const {base}) func $a $b)
+                     (elem declare func $c)
+                     (func (export "set") (table.set 0 (i32.const 7) (ref.func $c)))
+                     (func (export "via_table") (param i32) (result i32)
+                       (call_indirect (result i32) (local.get 0))))"#,
+                b = a + 1,
+                c = a + 2,
+            );
+            wasmtime::Module::new(&engine, wat::parse_str(wat).unwrap()).unwrap()
+        };
+        let (x, y) = (user(0, 10), user(2, 20));
+        for _store in 0..2 {
+            let mut store = wasmtime::Store::new(&engine, ());
+            store.set_fuel(1_000_000).unwrap();
+            let t = wasmtime::Instance::new(&mut store, &table, &[]).unwrap();
+            let t = t.get_export(&mut store, "t").unwrap();
+            let x = wasmtime::Instance::new(&mut store, &x, std::slice::from_ref(&t)).unwrap();
+            let y = wasmtime::Instance::new(&mut store, &y, &[t]).unwrap();
+            let mut via = |i: &wasmtime::Instance, slot: i32| {
+                i.get_typed_func::<i32, i32>(&mut store, "via_table")
+                    .unwrap()
+                    .call(&mut store, slot)
+                    .unwrap()
+            };
+            assert_eq!(
+                [via(&x, 0), via(&x, 1), via(&y, 2), via(&y, 3)],
+                [10, 11, 20, 21]
+            );
+            for (i, c) in [(&x, 12), (&y, 22)] {
+                i.get_typed_func::<(), ()>(&mut store, "set")
+                    .unwrap()
+                    .call(&mut store, ())
+                    .unwrap();
+                let through_table = i
+                    .get_typed_func::<i32, i32>(&mut store, "via_table")
+                    .unwrap()
+                    .call(&mut store, 7)
+                    .unwrap();
+                let direct = i
+                    .get_typed_func::<(), i32>(&mut store, "c")
+                    .unwrap()
+                    .call(&mut store, ())
+                    .unwrap();
+                assert_eq!((through_table, direct), (c, c));
+            }
+        }
+    }
+
     /// Linux >= 6.7 (`PAGEMAP_SCAN`), read from the running kernel.
     fn pagemap_scan_kernel() -> bool {
         let Ok(release) = std::fs::read_to_string("/proc/sys/kernel/osrelease") else {

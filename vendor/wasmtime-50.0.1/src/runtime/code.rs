@@ -405,12 +405,16 @@ impl Drop for StoreCode {
 /// code pointers, ready to call.
 pub struct ModuleWithCode<'a> {
     module: &'a Module,
+    // wop patch (vendor/README.md): funcrefs no longer go through
+    // `in_store`/`function`, the only readers of this field.
+    #[allow(dead_code)]
     store_code: &'a StoreCode,
 }
 
 impl<'a> ModuleWithCode<'a> {
     /// Find the StoreCode in a given store for a module and wrap it
     /// up with that module, ready to compute code pointers.
+    #[allow(dead_code)] // wop patch (vendor/README.md)
     pub fn in_store(
         registry: &'a ModuleRegistry,
         module: &'a Module,
@@ -431,6 +435,7 @@ impl<'a> ModuleWithCode<'a> {
     /// Returns the slice in the text section of the function that
     /// `key` points to.
     #[inline]
+    #[allow(dead_code)] // wop patch (vendor/README.md)
     pub fn function(&self, key: FuncKey) -> &[u8] {
         let range = self.module.compiled_module().function_range(key);
         &self.store_code.text()[range]

@@ -121,6 +121,14 @@ impl CompiledModule {
         })
     }
 
+    /// wop patch (vendor/README.md): where the function that `key` names
+    /// starts in the text section, or `None` if this module has no such
+    /// function (instead of `function_range`'s panic).
+    pub(crate) fn try_function_start(&self, key: FuncKey) -> Option<usize> {
+        let loc = self.index.func_loc(key)?;
+        usize::try_from(loc.start).ok()
+    }
+
     /// Returns the offset in the text section of the function that `key`
     /// points to.
     #[inline]

@@ -173,6 +173,27 @@ struct ModuleInner {
 
     /// The checksum of the source binary from which this module was compiled.
     checksum: WasmChecksum,
+
+    /// wop patch (vendor/README.md): per defined function, where its
+    /// array-to-wasm trampoline and its body start in the text section,
+    /// computed on the first funcref an instance of this module builds.
+    func_ref_starts: OnceLock<Box<[FuncRefStarts]>>,
+}
+
+/// wop patch (vendor/README.md): the two text-section offsets a `VMFuncRef`
+/// of a defined function points at, or `NONE` for a function that never
+/// gets one (not escaping, or without a trampoline).
+#[derive(Clone, Copy)]
+pub(crate) struct FuncRefStarts {
+    pub(crate) array_to_wasm: u32,
+    pub(crate) wasm: u32,
+}
+
+impl FuncRefStarts {
+    const NONE: FuncRefStarts = FuncRefStarts {
+        array_to_wasm: u32::MAX,
+        wasm: u32::MAX,
+    };
 }
 
 impl fmt::Debug for Module {
@@ -571,6 +592,7 @@ impl Module {
                 serializable,
                 offsets,
                 checksum,
+                func_ref_starts: OnceLock::new(),
             })?,
         })
     }
@@ -664,6 +686,48 @@ impl Module {
 
     pub(crate) fn env_module(&self) -> &Arc<wasmtime_environ::Module> {
         self.compiled_module().module()
+    }
+
+    /// wop patch (vendor/README.md): where the array-to-wasm trampoline and
+    /// the body of defined function `index` start in the text section, from
+    /// a table built once per module. wasmtime 50 looked both up (two
+    /// searches of the compiled-functions index) for every funcref of every
+    /// instance: ~5,700 per instance of a componentize-py component, whose
+    /// element segments fill an imported table through `ref.func`. `None`
+    /// when the table has no entry; the caller then looks up as before.
+    pub(crate) fn func_ref_starts(
+        &self,
+        index: wasmtime_environ::DefinedFuncIndex,
+    ) -> Option<(usize, usize)> {
+        let starts = self.inner.func_ref_starts.get_or_init(|| {
+            let compiled = self.compiled_module();
+            let env = compiled.module();
+            let module_index = env.module_index;
+            env.defined_func_indices()
+                .map(|def| {
+                    if !env.functions[env.func_index(def)].is_escaping() {
+                        return FuncRefStarts::NONE;
+                    }
+                    let array = compiled
+                        .try_function_start(FuncKey::ArrayToWasmTrampoline(module_index, def));
+                    let wasm =
+                        compiled.try_function_start(FuncKey::DefinedWasmFunction(module_index, def));
+                    match (array.map(u32::try_from), wasm.map(u32::try_from)) {
+                        (Some(Ok(array_to_wasm)), Some(Ok(wasm)))
+                            if array_to_wasm != u32::MAX && wasm != u32::MAX =>
+                        {
+                            FuncRefStarts { array_to_wasm, wasm }
+                        }
+                        _ => FuncRefStarts::NONE,
+                    }
+                })
+                .collect()
+        });
+        let s = starts.get(index.as_u32() as usize)?;
+        if s.array_to_wasm == u32::MAX {
+            return None;
+        }
+        Some((s.array_to_wasm as usize, s.wasm as usize))
     }
 
     pub(crate) fn types(&self) -> &ModuleTypes {

@@ -2,7 +2,6 @@
 //! wasm module (except its callstack and register state). An
 //! `InstanceHandle` is a reference-counting handle for an `Instance`.
 
-use crate::code::ModuleWithCode;
 use crate::module::ModuleRegistry;
 use crate::prelude::*;
 use crate::runtime::vm::export::{Export, ExportMemory};
@@ -144,6 +143,14 @@ pub struct Instance {
     /// cross-thread stuff used in `InstancePre`)
     store: Option<VMStoreRawPtr>,
 
+    /// wop patch (vendor/README.md): the address and length of this
+    /// instance's module code in its store (`StoreCode::text`), found on the
+    /// first funcref this instance builds and reused for the rest, instead
+    /// of a search of the store's code registry per funcref. The code a
+    /// store has registered stays mapped, at the same address, for the
+    /// store's life, which outlives this instance.
+    wop_store_text: Option<(usize, usize)>,
+
     /// Additional context used by compiled wasm code. This field is last, and
     /// represents a dynamically-sized array that extends beyond the nominal
     /// end of the struct (similar to a flexible array member).
@@ -209,6 +216,7 @@ impl Instance {
             #[cfg(feature = "wmemcheck")]
             wmemcheck_state,
             store: None,
+            wop_store_text: None,
             vmctx: OwnedVMContext::new(),
         })?;
 
@@ -868,8 +876,14 @@ impl Instance {
         let vmctx_offset = self.offsets().func_refs().at(func.func_ref);
         let array_to_wasm_key = FuncKey::ArrayToWasmTrampoline(module.module_index, def_index);
         let wasm_key = FuncKey::DefinedWasmFunction(module.module_index, def_index);
+        // wop patch (vendor/README.md): the two code offsets from the
+        // module's table instead of two index searches per funcref.
+        let starts = self
+            .runtime_module()
+            .and_then(|m| m.func_ref_starts(def_index));
         // SAFETY: the type/offset/keys here are all valid for the defined
-        // function at `def_index`.
+        // function at `def_index`, and `starts` are the text offsets of
+        // exactly those keys.
         unsafe {
             self.initialize_and_return_funcref(
                 registry,
@@ -877,6 +891,7 @@ impl Instance {
                 vmctx_offset,
                 array_to_wasm_key,
                 wasm_key,
+                starts,
             )
         }
     }
@@ -904,6 +919,7 @@ impl Instance {
                 vmctx_offset,
                 array_to_wasm_key,
                 wasm_key,
+                None,
             )
         }
     }
@@ -918,12 +934,13 @@ impl Instance {
     /// functions here. Effectively all the arguments here must be "logically
     /// correct" for the `VMFuncRef` being initialized.
     unsafe fn initialize_and_return_funcref(
-        self: Pin<&mut Self>,
+        mut self: Pin<&mut Self>,
         registry: &ModuleRegistry,
         type_index: VMSharedTypeIndex,
         vmctx_offset: u32,
         array_to_wasm_key: FuncKey,
         wasm_key: FuncKey,
+        starts: Option<(usize, usize)>,
     ) -> Option<NonNull<VMFuncRef>> {
         // For now, we eagerly initialize an funcref struct in-place whenever
         // asked for a reference to it. This is mostly fine, because in practice
@@ -946,20 +963,46 @@ impl Instance {
         // it's better for instantiation performance if we don't have to track
         // "is-initialized" state at all!
 
-        let module_with_code = ModuleWithCode::in_store(
-            registry,
-            self.runtime_module()
-                .expect("funcref impossible in fake module"),
-        )
-        .expect("module not in store");
-
-        let array_call =
-            VmPtr::from(NonNull::from(module_with_code.function(array_to_wasm_key)).cast());
+        // wop patch (vendor/README.md): this store's copy of the module's
+        // code, looked up in the registry once per instance.
+        let text: &[u8] = match self.wop_store_text {
+            // SAFETY: recorded below from the `StoreCode` this store
+            // registered for this instance's module, which stays mapped at
+            // this address for the store's (and so this instance's) life.
+            Some((addr, len)) => unsafe { core::slice::from_raw_parts(addr as *const u8, len) },
+            None => {
+                let module = self
+                    .runtime_module()
+                    .expect("funcref impossible in fake module");
+                let text = registry
+                    .store_code(module.engine_code())
+                    .expect("module not in store")
+                    .text();
+                // SAFETY: a plain field, not pinned data.
+                unsafe {
+                    self.as_mut().get_unchecked_mut().wop_store_text =
+                        Some((text.as_ptr() as usize, text.len()));
+                }
+                text
+            }
+        };
+        let compiled = self
+            .runtime_module()
+            .expect("funcref impossible in fake module")
+            .compiled_module();
+        // With `starts`, the two code pointers from the module's
+        // precomputed text offsets; otherwise looked up as upstream does
+        // (`ModuleWithCode::function`).
+        let code = |start: usize, key: FuncKey| match text.get(start..) {
+            Some(tail) if starts.is_some() => tail,
+            _ => &text[compiled.function_range(key)],
+        };
+        let (array_start, wasm_start) = starts.unwrap_or((usize::MAX, usize::MAX));
+        let array_call = VmPtr::from(NonNull::from(code(array_start, array_to_wasm_key)).cast());
 
         let wasm_call = Some(VmPtr::from(
             NonNull::new(
-                module_with_code
-                    .function(wasm_key)
+                code(wasm_start, wasm_key)
                     .as_ptr()
                     .cast::<VMWasmCallFunction>()
                     .cast_mut(),
