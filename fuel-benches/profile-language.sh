@@ -5,6 +5,7 @@
 #
 #   bash fuel-benches/profile-language.sh <built-dir> <lang> [seconds] [perf.data]
 #   perf report -i <perf.data> --no-children --sort symbol
+# PERF_CALLGRAPH="--call-graph=dwarf,16384" for call chains through Rust frames.
 #
 # <built-dir>: the out-dir of sdk/build-all.sh; <lang>: rust, c, js, python,
 # registry-js or new-js. Needs `perf` and a release build of `languages`
@@ -19,7 +20,7 @@ bench=$!
 while read -r line; do
   echo "$line"
   case $line in
-    profiling*) perf record -q -F 1999 -g -o "$out" -p "${line#profiling }" -- sleep "$secs" 2>/dev/null & perf_pid=$! ;;
+    profiling*) perf record -q -F 1999 ${PERF_CALLGRAPH:--g} -o "$out" -p "${line#profiling }" -- sleep "$secs" 2>/dev/null & perf_pid=$! ;;
   esac
 done < "$fifo"
 wait "$bench"; wait "${perf_pid:-0}" 2>/dev/null || true

@@ -6,21 +6,21 @@
 //! node. Off unless an endpoint is configured: [`Config::from_env`] reads
 //! the standard `OTEL_EXPORTER_OTLP_*` variables.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, oneshot};
 pub use wop_core::sampling::Sampler;
-use wop_core::trace::{Span, otlp_json};
+use wop_core::trace::{Span, otlp_json_bytes};
 
-/// Invocations' span batches waiting to be sent, at most.
-const QUEUE: usize = 4096;
 /// Spans waiting or being sent, at most: what a slow or dead collector can
 /// make the host hold (a span is at most a few KiB: attribute values are
 /// capped), whatever packs do. Past it, spans are dropped and counted.
 pub const MAX_QUEUED_SPANS: usize = 16_384;
-/// Spans per request, at most.
+/// Spans per request, at most; a full batch is sent at once.
 const BATCH: usize = 512;
+/// Longest a span waits for a fuller batch.
+const LINGER: Duration = Duration::from_millis(200);
 
 /// Where and how to export.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,16 +138,38 @@ fn parse_headers(text: &str) -> (Vec<(String, String)>, Vec<String>) {
     (headers, skipped)
 }
 
-enum Msg {
-    Spans(Vec<Span>),
-    Flush(oneshot::Sender<()>),
+/// What invocations hand over and the exporter thread takes: spans wait
+/// here without waking anyone until a batch is full, the first span of a
+/// quiet period arrives (it starts the linger), a flush is asked for or
+/// the exporter is dropped. Before, every invocation's spans woke the
+/// exporter's thread through a channel: at full load that was a wake-up
+/// and a trip through the other core per invocation.
+#[derive(Default)]
+struct Queue {
+    spans: Mutex<Vec<Span>>,
+    flushes: Mutex<Vec<oneshot::Sender<()>>>,
+    wake: Notify,
+    closed: AtomicBool,
+}
+
+impl Queue {
+    fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether the exporter should send now rather than linger.
+    fn due(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+            || !Self::lock(&self.flushes).is_empty()
+            || Self::lock(&self.spans).len() >= BATCH
+    }
 }
 
 /// The exporter. Cheap to share (`Arc`).
 pub struct Exporter {
     cfg: Config,
     service_version: String,
-    tx: OnceLock<mpsc::Sender<Msg>>,
+    queue: OnceLock<Arc<Queue>>,
     dropped: Arc<AtomicU64>,
     failed: Arc<AtomicU64>,
     /// Spans handed over and not yet sent (or given up).
@@ -162,13 +184,23 @@ impl std::fmt::Debug for Exporter {
     }
 }
 
+impl Drop for Exporter {
+    /// The thread sends what is waiting and ends.
+    fn drop(&mut self) {
+        if let Some(q) = self.queue.get() {
+            q.closed.store(true, Ordering::Release);
+            q.wake.notify_one();
+        }
+    }
+}
+
 impl Exporter {
     /// An exporter to `cfg` (its thread starts on first use).
     pub fn new(cfg: Config, service_version: &str) -> Arc<Exporter> {
         Arc::new(Exporter {
             cfg,
             service_version: service_version.to_owned(),
-            tx: OnceLock::new(),
+            queue: OnceLock::new(),
             dropped: Arc::new(AtomicU64::new(0)),
             failed: Arc::new(AtomicU64::new(0)),
             queued: Arc::new(AtomicUsize::new(0)),
@@ -190,12 +222,13 @@ impl Exporter {
         self.failed.load(Ordering::Relaxed)
     }
 
-    fn sender(&self) -> &mpsc::Sender<Msg> {
-        self.tx.get_or_init(|| {
-            let (tx, rx) = mpsc::channel(QUEUE);
-            let (cfg, version, failed, queued) = (
+    fn queue(&self) -> &Arc<Queue> {
+        self.queue.get_or_init(|| {
+            let queue = Arc::new(Queue::default());
+            let (cfg, version, q, failed, queued) = (
                 self.cfg.clone(),
                 self.service_version.clone(),
+                queue.clone(),
                 self.failed.clone(),
                 self.queued.clone(),
             );
@@ -210,7 +243,7 @@ impl Exporter {
                         .enable_all()
                         .build()
                     {
-                        Ok(rt) => rt.block_on(run(rx, cfg, version, Counters { failed, queued })),
+                        Ok(rt) => rt.block_on(run(q, cfg, version, Counters { failed, queued })),
                         Err(e) => {
                             tracing::warn!(error = %e, "cannot start the OTLP exporter; traces are not exported");
                         }
@@ -219,7 +252,7 @@ impl Exporter {
             if let Err(e) = started {
                 tracing::warn!(error = %e, "cannot start the OTLP exporter thread; traces are not exported");
             }
-            tx
+            queue
         })
     }
 
@@ -229,16 +262,20 @@ impl Exporter {
         if n == 0 {
             return;
         }
-        let drop_them = || {
+        if self.queued.fetch_add(n, Ordering::Relaxed) + n > MAX_QUEUED_SPANS {
             self.queued.fetch_sub(n, Ordering::Relaxed);
             self.dropped.fetch_add(n as u64, Ordering::Relaxed);
-        };
-        if self.queued.fetch_add(n, Ordering::Relaxed) + n > MAX_QUEUED_SPANS {
-            drop_them();
             return;
         }
-        if self.sender().try_send(Msg::Spans(spans)).is_err() {
-            drop_them();
+        let q = self.queue();
+        let wake = {
+            let mut waiting = Queue::lock(&q.spans);
+            let was_empty = waiting.is_empty();
+            waiting.extend(spans);
+            was_empty || waiting.len() >= BATCH
+        };
+        if wake {
+            q.wake.notify_one();
         }
     }
 
@@ -246,9 +283,10 @@ impl Exporter {
     /// `within`.
     pub async fn flush(&self, within: Duration) {
         let (tx, rx) = oneshot::channel();
-        if self.sender().send(Msg::Flush(tx)).await.is_ok() {
-            let _ = tokio::time::timeout(within, rx).await;
-        }
+        let q = self.queue();
+        Queue::lock(&q.flushes).push(tx);
+        q.wake.notify_one();
+        let _ = tokio::time::timeout(within, rx).await;
     }
 }
 
@@ -258,7 +296,7 @@ struct Counters {
     queued: Arc<AtomicUsize>,
 }
 
-async fn run(mut rx: mpsc::Receiver<Msg>, cfg: Config, version: String, c: Counters) {
+async fn run(q: Arc<Queue>, cfg: Config, version: String, c: Counters) {
     let client = match reqwest::Client::builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
@@ -271,51 +309,40 @@ async fn run(mut rx: mpsc::Receiver<Msg>, cfg: Config, version: String, c: Count
             return;
         }
     };
-    let mut batch: Vec<Span> = Vec::new();
     loop {
-        let msg = if batch.is_empty() {
-            rx.recv().await
-        } else {
-            match tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
-                Ok(m) => m,
-                Err(_) => {
-                    send(&client, &cfg, &version, &mut batch, &c).await;
-                    continue;
-                }
+        // Something arrived; wait up to LINGER for a fuller batch unless
+        // a batch is full, a flush waits or the exporter is gone.
+        q.wake.notified().await;
+        let linger = tokio::time::sleep(LINGER);
+        tokio::pin!(linger);
+        while !q.due() {
+            tokio::select! {
+                () = q.wake.notified() => {}
+                () = &mut linger => break,
             }
-        };
-        match msg {
-            None => {
-                send(&client, &cfg, &version, &mut batch, &c).await;
-                return;
-            }
-            Some(Msg::Spans(s)) => {
-                batch.extend(s);
-                if batch.len() >= BATCH {
-                    send(&client, &cfg, &version, &mut batch, &c).await;
-                }
-            }
-            Some(Msg::Flush(done)) => {
-                send(&client, &cfg, &version, &mut batch, &c).await;
-                let _ = done.send(());
-            }
+        }
+        // Flushes first: every span queued before a flush was asked for is
+        // then in `spans`, and is sent before the flush is answered.
+        let flushes = std::mem::take(&mut *Queue::lock(&q.flushes));
+        let spans = std::mem::take(&mut *Queue::lock(&q.spans));
+        for batch in spans.chunks(BATCH) {
+            send(&client, &cfg, &version, batch, &c).await;
+        }
+        for done in flushes {
+            let _ = done.send(());
+        }
+        if q.closed.load(Ordering::Acquire) && Queue::lock(&q.spans).is_empty() {
+            return;
         }
     }
 }
 
-async fn send(
-    client: &reqwest::Client,
-    cfg: &Config,
-    version: &str,
-    batch: &mut Vec<Span>,
-    c: &Counters,
-) {
+async fn send(client: &reqwest::Client, cfg: &Config, version: &str, batch: &[Span], c: &Counters) {
     if batch.is_empty() {
         return;
     }
-    let body = otlp_json("wop", version, batch).to_string();
+    let body = otlp_json_bytes("wop", version, batch);
     let n = batch.len();
-    batch.clear();
     let failed = &c.failed;
     let mut req = client
         .post(&cfg.endpoint)
@@ -371,9 +398,17 @@ mod tests {
             },
             "test",
         );
-        let span = Span {
+        for _ in 0..20 {
+            e.export(vec![span(2); 1000]);
+        }
+        assert_eq!(e.dropped(), 4000, "16 batches fit under the cap, 4 do not");
+        assert!(e.queued.load(Ordering::Relaxed) <= MAX_QUEUED_SPANS);
+    }
+
+    fn span(i: u8) -> Span {
+        Span {
             trace_id: [1; 16],
-            span_id: [2; 8],
+            span_id: [i.max(1); 8],
             parent: None,
             name: "openwop.node".into(),
             start_ns: 1,
@@ -381,12 +416,53 @@ mod tests {
             client: false,
             attributes: Vec::new(),
             error: None,
-        };
-        for _ in 0..20 {
-            e.export(vec![span.clone(); 1000]);
         }
-        assert_eq!(e.dropped(), 4000, "16 batches fit under the cap, 4 do not");
-        assert!(e.queued.load(Ordering::Relaxed) <= MAX_QUEUED_SPANS);
+    }
+
+    /// Spans handed over one invocation at a time reach a real collector,
+    /// all of them, in requests of at most `BATCH` spans; a flush returns
+    /// when they have been sent; a quiet exporter sends what waits within
+    /// `LINGER`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn queued_spans_are_sent_in_batches_and_a_flush_waits_for_them() {
+        let collector =
+            wop_testkit::Server::start_detached(wop_testkit::Mode::Status(200, "{}".into()));
+        let e = Exporter::new(
+            Config {
+                endpoint: collector.url("/v1/traces"),
+                headers: Vec::new(),
+                sampler: Sampler::AlwaysOn,
+            },
+            "test",
+        );
+        let per_request = |c: &wop_testkit::Server| -> Vec<usize> {
+            c.requests()
+                .iter()
+                .map(|r| {
+                    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+                    v["resourceSpans"][0]["scopeSpans"][0]["spans"]
+                        .as_array()
+                        .map_or(0, Vec::len)
+                })
+                .collect()
+        };
+        for i in 0..1200u32 {
+            e.export(vec![span((i % 250) as u8)]);
+        }
+        e.flush(Duration::from_secs(10)).await;
+        let sizes = per_request(&collector);
+        assert_eq!(sizes.iter().sum::<usize>(), 1200, "{sizes:?}");
+        assert!(sizes.iter().all(|n| (1..=BATCH).contains(n)), "{sizes:?}");
+        assert_eq!((e.dropped(), e.failed()), (0, 0));
+        assert_eq!(e.queued.load(Ordering::Relaxed), 0);
+        // Fewer than a batch, no flush: sent within the linger.
+        let before = collector.count();
+        e.export(vec![span(7); 3]);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while collector.count() == before && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(per_request(&collector).last(), Some(&3));
     }
 
     #[test]

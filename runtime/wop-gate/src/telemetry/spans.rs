@@ -4,28 +4,66 @@
 //! ends one of them. The runtime adds the invocation's own span and hands
 //! them all to the exporter ([`super::otlp`]).
 
+use rand::rngs::StdRng;
+use rand::{Rng as _, SeedableRng as _};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use wop_core::trace::{Attr, Span, TraceContext};
 
-/// A fresh random span id (never all zero).
-pub fn new_span_id() -> [u8; 8] {
-    let mut id = [0u8; 8];
-    while id == [0; 8] {
-        if getrandom::fill(&mut id).is_err() {
-            // No OS randomness: a time-derived id is still unique enough
-            // for a trace, and tracing must never fail a call.
-            let ns = wop_core::time::now_ms().wrapping_mul(1_000_003);
-            id = ns.to_le_bytes();
+thread_local! {
+    /// This thread's id generator: ChaCha12 (a CSPRNG, as the W3C trace
+    /// context asks ids to be random), seeded once from the OS. Three
+    /// `getrandom` syscalls per traced invocation before; none now.
+    static IDS: RefCell<StdRng> = RefCell::new(StdRng::from_seed(seed()));
+}
+
+/// 32 bytes from the OS; without OS randomness, from the clock, the
+/// thread and a counter: still unique enough for a trace, and tracing
+/// must never fail a call.
+fn seed() -> [u8; 32] {
+    let mut seed = [0u8; 32];
+    if getrandom::fill(&mut seed).is_err() {
+        static SEEDS: AtomicU64 = AtomicU64::new(0);
+        let thread = {
+            use std::hash::{Hash as _, Hasher as _};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            std::thread::current().id().hash(&mut h);
+            h.finish()
+        };
+        let parts = [
+            now_ns(),
+            u64::from(std::process::id()),
+            SEEDS.fetch_add(1, Ordering::Relaxed),
+            thread,
+        ];
+        for (chunk, p) in seed.chunks_mut(8).zip(parts) {
+            chunk.copy_from_slice(&p.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_le_bytes());
         }
     }
+    seed
+}
+
+/// Random bytes from this thread's generator, never all zero.
+fn random_id<const N: usize>() -> [u8; N] {
+    let mut id = [0u8; N];
+    IDS.with(|rng| {
+        let mut rng = rng.borrow_mut();
+        while id == [0; N] {
+            rng.fill_bytes(&mut id);
+        }
+    });
     id
+}
+
+/// A fresh random span id (never all zero).
+pub fn new_span_id() -> [u8; 8] {
+    random_id()
 }
 
 /// A fresh random trace id (never all zero).
 pub fn new_trace_id() -> [u8; 16] {
-    let mut a = new_span_id().to_vec();
-    a.extend_from_slice(&new_span_id());
-    <[u8; 16]>::try_from(a).unwrap_or([1; 16])
+    random_id()
 }
 
 /// Nanoseconds since the Unix epoch.
@@ -126,6 +164,28 @@ impl Started {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ids are never zero and never repeat, within a thread and across
+    /// threads (each seeds its own generator).
+    #[test]
+    fn ids_are_non_zero_and_distinct_across_threads() {
+        let ids = |n| {
+            (0..n)
+                .map(|_| (new_trace_id(), new_span_id()))
+                .collect::<Vec<_>>()
+        };
+        let mut all = ids(1000);
+        let others: Vec<_> = (0..4)
+            .map(|_| std::thread::spawn(move || ids(1000)))
+            .collect();
+        for t in others {
+            all.extend(t.join().unwrap());
+        }
+        assert!(all.iter().all(|(t, s)| *t != [0; 16] && *s != [0; 8]));
+        let traces: std::collections::HashSet<_> = all.iter().map(|(t, _)| *t).collect();
+        let spans: std::collections::HashSet<_> = all.iter().map(|(_, s)| *s).collect();
+        assert_eq!((traces.len(), spans.len()), (5000, 5000));
+    }
 
     #[test]
     fn an_invocation_keeps_at_most_max_spans() {

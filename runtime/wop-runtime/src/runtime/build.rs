@@ -94,13 +94,20 @@ impl RuntimeConfig {
         self
     }
 
-    /// How the usage of runs without a budget is committed. By default
+    /// How the usage of runs without a budget is committed.
     /// [`UsageCommit::Durable`](wop_effects::UsageCommit::Durable): every
     /// usage record and roll-up is stored before the invocation's report
     /// returns. [`UsageCommit::Deferred`](wop_effects::UsageCommit::Deferred)
     /// writes them off the invocation's path within a bounded window;
     /// call [`Runtime::flush_usage`](super::Runtime::flush_usage) at drain.
-    /// Runs with a budget are always recorded before the report returns.
+    /// Runs with a budget are always recorded before the report returns,
+    /// and every usage read writes the waiting records first.
+    ///
+    /// By default: durable with an [`effect_store`](Self::effect_store)
+    /// (it may be durable, or shared with other executors that read the
+    /// same usage); [`UsageCommit::DEFERRED`](wop_effects::UsageCommit::DEFERRED)
+    /// (10 ms or 1,000 records) on the default in-memory store, where a
+    /// crash loses the whole store anyway and only this runtime reads it.
     pub fn usage_commit(&mut self, commit: wop_effects::UsageCommit) -> &mut Self {
         self.usage_commit = Some(commit);
         self
@@ -215,9 +222,13 @@ pub(super) fn inner(config: &RuntimeConfig) -> Result<(Inner, InvokerSlot), Conf
     let mcp = wop_gate::mcp::McpGateway::new(config.policy.mcp.servers.clone())
         .map_err(ConfigError::Policy)?;
     let meter_options = wop_effects::MeterOptions {
-        usage_commit: config
-            .usage_commit
-            .unwrap_or(wop_effects::UsageCommit::Durable),
+        usage_commit: config.usage_commit.unwrap_or(match config.effect_store {
+            // The default in-memory store: nothing survives a crash, and
+            // no other process reads it, so a window costs nothing
+            // (decision 0038).
+            None => wop_effects::UsageCommit::DEFERRED,
+            Some(_) => wop_effects::UsageCommit::Durable,
+        }),
         ..Default::default()
     };
     let meter = Meter::with_options(
@@ -246,4 +257,31 @@ pub(super) fn inner(config: &RuntimeConfig) -> Result<(Inner, InvokerSlot), Conf
             .map(|c| wop_gate::telemetry::otlp::Exporter::new(c, env!("CARGO_PKG_VERSION"))),
     };
     Ok((inner, me))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wop_effects::UsageCommit;
+
+    fn commit(config: &RuntimeConfig) -> UsageCommit {
+        inner(config).unwrap().0.meter.options().usage_commit
+    }
+
+    /// Unbudgeted usage waits (10 ms or 1,000 records) only on the default
+    /// in-memory store; with a store the embedder gives (durable, or shared
+    /// with other executors) it is stored before the report, unless the
+    /// embedder chooses otherwise (decision 0038).
+    #[test]
+    fn usage_is_deferred_by_default_only_on_the_in_memory_store() {
+        assert_eq!(commit(&RuntimeConfig::new()), UsageCommit::DEFERRED);
+        let mut given = RuntimeConfig::new();
+        given.effect_store(Arc::new(wop_effects::store::MemoryStore::new()));
+        assert_eq!(commit(&given), UsageCommit::Durable);
+        let mut chosen = RuntimeConfig::new();
+        chosen.usage_commit(UsageCommit::Durable);
+        assert_eq!(commit(&chosen), UsageCommit::Durable);
+        given.usage_commit(UsageCommit::DEFERRED);
+        assert_eq!(commit(&given), UsageCommit::DEFERRED);
+    }
 }

@@ -57,9 +57,8 @@ async fn a_deferred_record_is_written_by_the_first_read() {
     assert_eq!(roll.invocations(), 1);
 }
 
-/// The recorder that fills the queue writes it before it returns.
-#[tokio::test]
-async fn the_recorder_that_fills_the_queue_writes_it() {
+/// A meter whose queue holds 3 records, holding 2 (of run `r1`).
+async fn one_record_from_full() -> (Arc<MemoryStore>, Meter) {
     let kv = Arc::new(MemoryStore::new());
     let m = meter(
         &kv,
@@ -72,10 +71,44 @@ async fn the_recorder_that_fills_the_queue_writes_it() {
         let u = usage("r1", i);
         m.record(&u, &u.node_id).await.unwrap();
     }
+    (kv, m)
+}
+
+/// The recorder that fills the queue writes it before it returns.
+#[tokio::test]
+async fn the_recorder_that_fills_the_queue_writes_it() {
+    let (kv, m) = one_record_from_full().await;
     assert_eq!(stored_records(&kv).await, 0);
     let u = usage("r1", 2);
     m.record(&u, &u.node_id).await.unwrap();
     assert_eq!(stored_records(&kv).await, 3);
+}
+
+/// A recorder that fills the queue and then stops waiting (its request
+/// was cancelled) does not abandon the batch it took: the write runs in a
+/// task of its own and completes.
+#[tokio::test]
+async fn a_recorder_that_stops_waiting_leaves_no_batch_half_written() {
+    let (kv, m) = one_record_from_full().await;
+    let u = usage("r1", 2);
+    // Polled once, then dropped.
+    let mut recording = Box::pin(m.record(&u, &u.node_id));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(
+        recording.as_mut().poll(&mut cx).is_pending(),
+        "the recorder waits for its flush"
+    );
+    drop(recording);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while stored_records(&kv).await < 3 && std::time::Instant::now() < deadline {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(stored_records(&kv).await, 3);
+    let roll = kv
+        .get(&crate::keys::run_rollup("tenant", "r1"))
+        .await
+        .unwrap();
+    assert!(roll.is_some(), "the run's roll-up was written too");
 }
 
 /// The window's flush runs by itself (no read, no drain).
