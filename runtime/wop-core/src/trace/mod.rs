@@ -92,10 +92,16 @@ pub enum Attr {
     Bool(bool),
 }
 
+/// `s` cut at [`MAX_ATTR_LEN`] bytes (on a character boundary): string
+/// attributes and a span's error message.
+fn capped(s: &str) -> &str {
+    &s[..s.floor_char_boundary(MAX_ATTR_LEN)]
+}
+
 impl Attr {
     /// A string attribute, capped at [`MAX_ATTR_LEN`] bytes.
     pub fn str(s: &str) -> Attr {
-        Attr::Str(s[..s.floor_char_boundary(MAX_ATTR_LEN)].to_owned())
+        Attr::Str(capped(s).to_owned())
     }
 }
 
@@ -291,6 +297,17 @@ mod tests {
                 },
             ]}],
         }]});
+        let long = Span {
+            error: Some("é".repeat(1000)),
+            ..ok.clone()
+        };
+        let body = otlp_json("wop", "1.2.3", &[long]);
+        let message = &body["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["status"]["message"];
+        assert_eq!(
+            message.as_str().map(str::len),
+            Some(MAX_ATTR_LEN),
+            "cut on a boundary"
+        );
         let spans = [failed, ok];
         let bytes = otlp_json_bytes("wop", "1.2.3", &spans);
         let parsed: Value = serde_json::from_slice(&bytes).unwrap();

@@ -3,7 +3,7 @@
 //! nanosecond times as strings, ids as lowercase hex), borrowed from the
 //! spans and serialized in one pass.
 
-use super::{Attr, Span};
+use super::{Attr, Span, capped};
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -148,9 +148,4 @@ struct Status<'a> {
     code: u8,
     #[serde(skip_serializing_if = "Option::is_none")]
     message: Option<&'a str>,
-}
-
-/// `s` cut as [`Attr::str`] cuts a string attribute.
-fn capped(s: &str) -> &str {
-    &s[..s.floor_char_boundary(super::MAX_ATTR_LEN)]
 }
