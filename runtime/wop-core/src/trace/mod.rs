@@ -314,4 +314,58 @@ mod tests {
         assert_eq!(parsed, expected);
         assert_eq!(otlp_json("wop", "1.2.3", &spans), expected);
     }
+
+    /// The OpenTelemetry project's own OTLP types (`opentelemetry-proto`,
+    /// its serde mapping) read the body as a collector would: ids, kinds,
+    /// times, every attribute kind and the status come back as written.
+    #[test]
+    fn the_opentelemetry_otlp_types_read_the_body() {
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+        use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
+        let span = Span {
+            trace_id: [0xab; 16],
+            span_id: [0x01; 8],
+            parent: Some([0x02; 8]),
+            name: "openwop.activity.http".into(),
+            start_ns: 1_700_000_000_000_000_001,
+            end_ns: 1_700_000_000_000_000_999,
+            client: true,
+            attributes: vec![
+                ("s", Attr::str("v\"\n")),
+                ("i", Attr::Int(-9_007_199_254_740_993)),
+                ("f", Attr::Float(0.25)),
+                ("b", Attr::Bool(true)),
+            ],
+            error: Some("egress_denied".into()),
+        };
+        let bytes = otlp_json_bytes("wop", "1.2.3", std::slice::from_ref(&span));
+        let req: ExportTraceServiceRequest = serde_json::from_slice(&bytes).unwrap();
+        let rs = &req.resource_spans[0];
+        let service = &rs.resource.as_ref().unwrap().attributes[0];
+        assert_eq!(service.key, "service.name");
+        let got = &rs.scope_spans[0].spans[0];
+        assert_eq!(got.trace_id, vec![0xab; 16]);
+        assert_eq!(got.span_id, vec![0x01; 8]);
+        assert_eq!(got.parent_span_id, vec![0x02; 8]);
+        assert_eq!(got.name, "openwop.activity.http");
+        assert_eq!(got.kind, 3);
+        assert_eq!(got.start_time_unix_nano, span.start_ns);
+        assert_eq!(got.end_time_unix_nano, span.end_ns);
+        let values: Vec<_> = got
+            .attributes
+            .iter()
+            .map(|kv| kv.value.as_ref().and_then(|v| v.value.clone()))
+            .collect();
+        assert_eq!(
+            values,
+            [
+                Some(V::StringValue("v\"\n".into())),
+                Some(V::IntValue(-9_007_199_254_740_993)),
+                Some(V::DoubleValue(0.25)),
+                Some(V::BoolValue(true)),
+            ]
+        );
+        let status = got.status.as_ref().unwrap();
+        assert_eq!((status.code, status.message.as_str()), (2, "egress_denied"));
+    }
 }
