@@ -15,7 +15,10 @@
 //! - `library`: `Runtime::invoke` timed by the caller (instantiate, run,
 //!   classify, report), effects and usage in memory;
 //! - `instantiate`: the same calls' `usage.instantiateTimeUs`;
-//! - `faults`: minor page faults of this process per library call;
+//! - `faults`: minor page faults of this process per library call after
+//!   a block's first (the steady state), and `1st`: on a block's first
+//!   call (its instance may take a pool slot another language's used, and
+//!   fault that pack's image in again);
 //! - `+sled`: the library on a durable sled store, as `wop serve` runs by
 //!   default, and the store flushes (fsyncs) per call;
 //! - `serve`: the service's own `usage.wallTimeUs` (what the issue
@@ -70,6 +73,7 @@ struct Samples {
     lib: Vec<Duration>,
     instantiate: Vec<Duration>,
     faults: u64,
+    first_faults: u64,
     sled: Vec<Duration>,
     flushes: u64,
     serve_wall: Vec<Duration>,
@@ -295,13 +299,20 @@ async fn main() -> Result<()> {
             }
         }
         for (l, s) in langs.iter().zip(samples.iter_mut()) {
-            let faults = minor_faults();
-            for _ in 0..BLOCK {
+            let mut faults = minor_faults();
+            for i in 0..BLOCK {
                 let (took, inst, fuel) = lib_once(&rt, l).await?;
                 if keep {
                     s.lib.push(took);
                     s.instantiate.push(inst);
                     s.fuel = fuel;
+                }
+                if i == 0 {
+                    let now = minor_faults();
+                    if keep {
+                        s.first_faults += now - faults;
+                    }
+                    faults = now;
                 }
             }
             let flushes = sled.flushes();
@@ -377,11 +388,11 @@ fn report(
     );
     println!();
     println!(
-        "{:<7} {:>8} {:>7} | {:>9} {:>6} {:>9} {:>11} {:>7} | {:>9} {:>8} | {:>9} {:>6} {:>9}",
-        "", "", "", "library", "", "", "", "", "+sled", "", "serve", "", "HTTP"
+        "{:<7} {:>8} {:>7} | {:>9} {:>6} {:>9} {:>11} {:>7} {:>6} | {:>9} {:>8} | {:>9} {:>6} {:>9}",
+        "", "", "", "library", "", "", "", "", "", "+sled", "", "serve", "", "HTTP"
     );
     println!(
-        "{:<7} {:>8} {:>7} | {:>9} {:>6} {:>9} {:>11} {:>7} | {:>9} {:>8} | {:>9} {:>6} {:>9}",
+        "{:<7} {:>8} {:>7} | {:>9} {:>6} {:>9} {:>11} {:>7} {:>6} | {:>9} {:>8} | {:>9} {:>6} {:>9}",
         "lang",
         "size",
         "fuel",
@@ -390,6 +401,7 @@ fn report(
         "p99 µs",
         "instant. µs",
         "faults",
+        "1st",
         "p50 µs",
         "flushes",
         "p50 µs",
@@ -400,9 +412,11 @@ fn report(
     let (rust_lib, rust_serve) = (p50(&samples[0].lib), p50(&samples[0].serve_wall));
     for (l, s) in langs.iter().zip(&samples) {
         let per_call = |x: u64| x as f64 / s.lib.len().max(1) as f64;
+        let blocks = (s.lib.len() / BLOCK).max(1);
+        let steady = |x: u64| x as f64 / (s.lib.len() - s.lib.len() / BLOCK).max(1) as f64;
         let lib = stats(s.lib.clone());
         println!(
-            "{:<7} {:>6.1}MB {:>6}k | {:>9.1} {:>5.1}× {:>9.1} {:>11.1} {:>7.1} | {:>9.1} {:>8.2} | {:>9.1} {:>5.1}× {:>9.1}",
+            "{:<7} {:>6.1}MB {:>6}k | {:>9.1} {:>5.1}× {:>9.1} {:>11.1} {:>7.1} {:>6.0} | {:>9.1} {:>8.2} | {:>9.1} {:>5.1}× {:>9.1}",
             l.name,
             l.bytes as f64 / 1e6,
             s.fuel / 1000,
@@ -410,7 +424,8 @@ fn report(
             lib.p50_us / rust_lib,
             lib.p99_us,
             p50(&s.instantiate),
-            per_call(s.faults),
+            steady(s.faults),
+            s.first_faults as f64 / blocks as f64,
             p50(&s.sled),
             per_call(s.flushes),
             p50(&s.serve_wall),

@@ -16,6 +16,7 @@
 //! recorded before the report returns).
 
 use super::{Meter, MeterError};
+use futures_util::StreamExt;
 use std::sync::Mutex;
 use std::time::Duration;
 use wop_core::model::Usage;
@@ -44,6 +45,9 @@ impl UsageCommit {
         max_records: 1000,
     };
 }
+
+/// Records a flush writes at a time.
+const FLUSH_CONCURRENCY: usize = 64;
 
 /// The queue (shared by a meter's clones).
 #[derive(Default)]
@@ -148,15 +152,20 @@ impl Meter {
         // Concurrently, so that the roll-up writes of one run or pack
         // group; polled together on this one task rather than a task per
         // record (1,000 spawns per batch cost more than the writes saved on
-        // the in-memory store: decision 0038).
-        let written = futures_util::future::join_all(
-            batch
-                .iter()
-                .map(|q| self.record_now(&q.usage, q.dropped, q.at_ms)),
-        )
-        .await;
+        // the in-memory store: decision 0038), and at most
+        // `FLUSH_CONCURRENCY` at a time: a write's future is kilobytes, and
+        // a full batch polled at once was one multi-megabyte allocation per
+        // flush, mapped and page-faulted afresh each time (issue 31's
+        // faults per call).
         let mut first = Ok(());
-        for r in written {
+        let mut next = batch.iter();
+        let mut writing = futures_util::stream::FuturesUnordered::new();
+        loop {
+            while writing.len() < FLUSH_CONCURRENCY {
+                let Some(q) = next.next() else { break };
+                writing.push(self.record_now(&q.usage, q.dropped, q.at_ms));
+            }
+            let Some(r) = writing.next().await else { break };
             if let Err(e) = r
                 && first.is_ok()
             {
