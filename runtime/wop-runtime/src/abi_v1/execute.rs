@@ -107,7 +107,7 @@ pub(crate) async fn execute(
             (r, _) => r,
         }
     };
-    let outcome = tokio::time::timeout(deadline, run).await;
+    let outcome = sandbox::within(deadline, run).await;
     armed.finish(outcome)
 }
 

@@ -98,7 +98,7 @@ pub(crate) async fn execute(
             Call::Invoke(req, _) => n.call_invoke(&mut *store, &req).await.map(Returned::Invoke),
         }
     };
-    let outcome = tokio::time::timeout(deadline, run).await;
+    let outcome = sandbox::within(deadline, run).await;
     armed.finish(outcome)
 }
 

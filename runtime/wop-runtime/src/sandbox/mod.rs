@@ -3,13 +3,14 @@
 //! (limits, limiter, bounded log, replayable clock and random, host-call
 //! counts, the first host fault, the call meter), and the one execution
 //! skeleton: [`arm`] a fresh store (limiter, call hook, fuel and yield),
-//! run the pack kind's own call under the wall-clock deadline, then
+//! run the pack kind's own call under the wall-clock deadline ([`within`]:
+//! tokio's timeout, fuel yields resumed in place for a slice), then
 //! [`Armed::finish`] (usage harvest, fault → [`classify`], bounded log →
 //! events).
 //!
 //! ```text
 //! let mut armed = sandbox::arm(engine, state, &env, untyped)?;   // shared
-//! let outcome = timeout(armed.deadline(), kind_specific(&mut armed.store)).await;
+//! let outcome = within(armed.deadline(), kind_specific(&mut armed.store)).await;
 //! armed.finish(outcome)                                          // shared
 //! ```
 
@@ -17,11 +18,13 @@ mod arm;
 mod entry;
 mod limiter;
 mod meter;
+mod slice;
 
 pub(crate) use arm::{Execution, arm, failed, instantiated};
 pub(crate) use entry::Loop;
 pub(crate) use limiter::{Limiter, check_declared_tables, table_cap};
 pub(crate) use meter::CallMeter;
+pub(crate) use slice::within;
 
 use crate::env::RunEnv;
 use quanta::Instant;

@@ -7,8 +7,13 @@ use serde_json::json;
 use wop_testkit::{Mode, Server as Upstream};
 
 fn policy(upstream: &Upstream) -> String {
+    // Fuel for longer than the run clock below: the spinning pack burns
+    // the default 10^10 units in about 200 ms when nothing slows it.
     format!(
-        r#"[packs.tool-call]
+        r#"[limits]
+fuel = 1000000000000000
+
+[packs.tool-call]
 capabilities = ["tools"]
 tools = ["crm:*"]
 
