@@ -91,10 +91,10 @@ async fn call(rt: &Runtime, kind: &mix::Kind, seq: u64) -> Result<Answer, String
     let task = tokio::spawn(async move {
         match call {
             Call::Invoke(i) => Ok(answer(
-                rt.invoke(request(&i, seq, format!("soak-{seq}"))).await,
+                rt.invoke(request(&i, seq, super::run_id("run", seq))).await,
             )),
             Call::Replay(i) => {
-                let run = format!("soak-replay-{seq}");
+                let run = super::run_id("replay", seq);
                 let first = answer(rt.invoke(request(&i, seq, run.clone())).await);
                 let second = answer(rt.invoke(request(&i, seq, run)).await);
                 Ok(replayed(first, second))

@@ -20,6 +20,22 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+/// A run id of this soak's own: `soak-<pid>-<start ms>-<what>-<seq>`. A
+/// second soak on the same store (a PostgreSQL database kept between
+/// runs) must not find the first one's runs: their budgets, run clocks
+/// and replay records would answer for it (`budget_exhausted`,
+/// `run_timeout`, replays of another run's effects).
+pub fn run_id(what: &str, seq: u64) -> String {
+    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let prefix = PREFIX.get_or_init(|| {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        format!("soak-{}-{ms}", std::process::id())
+    });
+    format!("{prefix}-{what}-{seq}")
+}
+
 /// How long one call may take before it counts as unanswered (the policy's
 /// wall clock is 5 s; the rest is queueing under load).
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);

@@ -162,7 +162,7 @@ impl Client {
                 Ok(invoke_answer(s, &b))
             }
             Call::Replay(i) => {
-                let run = format!("soak-replay-{seq}");
+                let run = super::run_id("replay", seq);
                 let body = enc(invoke_body(&i, seq, Some(&run)));
                 let (s, b) = self.post(INVOKE, body.clone()).await?;
                 let first = invoke_answer(s, &b);
