@@ -24,6 +24,11 @@ if [[ -z "$hello" ]]; then
     hello=$(ls -dt target/release/build/wop-test-packs-*/out/packs/hello | head -1)
 fi
 
+# ONE_CPU=<n>: the server and wrk both on CPU n (taskset), so the server
+# never idles between a client's requests nor wakes on another CPU than
+# the client's: what is left is the service's own work (decision 0040).
+pin=()
+[[ -n "${ONE_CPU:-}" ]] && pin=(taskset -c "$ONE_CPU")
 tmp=$(mktemp -d)
 pid=""
 cleanup() { [[ -n "$pid" ]] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
@@ -38,7 +43,7 @@ wrk.headers["Accept"] = "application/json"
 EOF
 echo 'wrk.method = "GET"' > "$tmp/get.lua"
 
-"$wop" serve --packs "$tmp/packs" --memory-store --listen 127.0.0.1:0 --anonymous-loopback \
+"${pin[@]}" "$wop" serve --packs "$tmp/packs" --memory-store --listen 127.0.0.1:0 --anonymous-loopback \
     > "$tmp/out" 2> "$tmp/err" &
 pid=$!
 for _ in $(seq 100); do
@@ -54,14 +59,14 @@ hz=$(getconf CLK_TCK)
 one() {
     local t0 t1 out n p50
     t0=$(ticks)
-    out=$(wrk -t1 -c"$4" -d"${secs}s" --latency -s "$3" "$base$2")
+    out=$("${pin[@]}" wrk -t1 -c"$4" -d"${secs}s" --latency -s "$3" "$base$2")
     t1=$(ticks)
     n=$(awk '/requests in/ {print $1}' <<<"$out")
     p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
     printf '%-8s c=%-2s %8d req/s  p50 %9s  server CPU %5d µs/request\n' \
         "$1" "$4" $((n / secs)) "$p50" $(((t1 - t0) * 1000000 / hz / n))
 }
-wrk -t1 -c8 -d1s -s "$tmp/post.lua" "$base/host/wop/invocations" > /dev/null   # warm-up
+"${pin[@]}" wrk -t1 -c8 -d1s -s "$tmp/post.lua" "$base/host/wop/invocations" > /dev/null   # warm-up
 for _ in $(seq "$rounds"); do
     for c in 1 8; do
         one healthz /healthz "$tmp/get.lua" "$c"

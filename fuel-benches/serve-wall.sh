@@ -19,6 +19,11 @@ bins=("$@"); [[ ${#bins[@]} -gt 0 ]] || bins=(target/release/wop)
 secs=${SECONDS_PER_RUN:-4}
 command -v wrk >/dev/null || { echo "serve-wall.sh: needs wrk (apt-get install wrk)" >&2; exit 2; }
 
+# ONE_CPU=<n>: the server and wrk both on CPU n (taskset), so the server
+# never idles between a client's requests nor wakes on another CPU than
+# the client's: what is left is the service's own work (decision 0040).
+pin=()
+[[ -n "${ONE_CPU:-}" ]] && pin=(taskset -c "$ONE_CPU")
 tmp=$(mktemp -d)
 spid=""
 cleanup() { [[ -n "$spid" ]] && kill "$spid" 2>/dev/null; rm -rf "$tmp"; }
@@ -46,17 +51,17 @@ p50() { sort -n | awk '{a[NR]=$1} END {print (NR ? a[int(NR/2)+1] : "-")}'; }
 
 for _ in $(seq "$rounds"); do
     for bin in "${bins[@]}"; do
-        "$bin" serve --packs "$tmp/packs" --memory-store --listen 127.0.0.1:0 --anonymous-loopback \
+        "${pin[@]}" "$bin" serve --packs "$tmp/packs" --memory-store --listen 127.0.0.1:0 --anonymous-loopback \
             > "$tmp/out" 2> "$tmp/err" &
         spid=$!
         for _ in $(seq 100); do grep -q "listening on" "$tmp/out" 2>/dev/null && break; sleep 0.1; done
         base=$(grep -o "http://[0-9.:]*" "$tmp/out" | head -1)
         [[ -n "$base" ]] || { echo "serve-wall.sh: $bin did not start:" >&2; cat "$tmp/err" >&2; exit 1; }
         url="$base/host/wop/invocations"
-        wrk -t1 -c8 -d1s -s "$tmp/post.lua" "$url" > /dev/null   # warm-up
-        one=$(wrk -t1 -c1 -d"${secs}s" --latency -s "$tmp/wall.lua" "$url")
+        "${pin[@]}" wrk -t1 -c8 -d1s -s "$tmp/post.lua" "$url" > /dev/null   # warm-up
+        one=$("${pin[@]}" wrk -t1 -c1 -d"${secs}s" --latency -s "$tmp/wall.lua" "$url")
         t0=$(ticks)
-        eight=$(wrk -t1 -c8 -d"${secs}s" -s "$tmp/post.lua" "$url")
+        eight=$("${pin[@]}" wrk -t1 -c8 -d"${secs}s" -s "$tmp/post.lua" "$url")
         t1=$(ticks)
         n=$(awk '/requests in/ {print $1}' <<<"$eight")
         printf '%-28s c=1: p50 %8s  wallTimeUs p50 %5s µs  %6d req/s | c=8: %6d req/s  server CPU %4d µs/request\n' \

@@ -41,11 +41,22 @@
 //! `--serve-memory-store` runs `wop serve --memory-store`, which separates
 //! what HTTP costs from what the durable store costs.
 //!
-//! `--profile <lang> <seconds>` loads every pack, warms up, prints
-//! `profiling <pid>` and then only calls `<lang>`'s hello through the
-//! library for `<seconds>`, so a profiler attached at that line sees the
-//! invocations and not the compile (`fuel-benches/profile-language.sh`).
+//! `--profile <lang> <seconds> [--idle-us N]` loads every pack, warms up,
+//! prints `profiling <pid>` and then only calls `<lang>`'s hello through
+//! the library for `<seconds>`, so a profiler attached at that line sees
+//! the invocations and not the compile (`fuel-benches/profile-language.sh`).
+//! It ends with the p50 and the process's CPU per call (utime + stime:
+//! what the library costs a host, its deferred usage writes included).
+//! `--idle-us N` sleeps N µs before each call, so the CPU may idle between
+//! calls as a service's does between one client's requests (decision 0040:
+//! on this machine a call after 100 µs idle takes ~1.7× a call in a tight
+//! loop).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+/// The allocator `wop serve` runs on (decision 0040), so that library and
+/// service figures compare like for like.
+#[global_allocator]
+static ALLOCATOR: wop_serve::allocator::Allocator = wop_serve::allocator::Allocator;
 
 use anyhow::{Context as _, Result, bail};
 use fuel_benches::stats;
@@ -170,11 +181,32 @@ fn inputs(l: &Lang) -> Value {
 
 /// Minor page faults of this process so far (`/proc/self/stat` field 10).
 fn minor_faults() -> u64 {
+    stat_field(10)
+}
+
+/// Field `n` of this process's `/proc/self/stat` (proc(5) numbering).
+fn stat_field(n: usize) -> u64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The first field after the command's closing ')' is field 3.
     stat.rfind(')')
-        .and_then(|i| stat[i + 1..].split_whitespace().nth(7))
+        .and_then(|i| stat[i + 1..].split_whitespace().nth(n - 3))
         .and_then(|f| f.parse().ok())
         .unwrap_or(0)
+}
+
+/// This process's CPU time so far (utime + stime), in clock ticks.
+fn cpu_ticks() -> u64 {
+    stat_field(14) + stat_field(15)
+}
+
+fn clock_ticks_per_second() -> u64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100)
 }
 
 /// One library invocation: (caller-side time, instantiate time, fuel).
@@ -241,7 +273,15 @@ async fn main() -> Result<()> {
             args.first()
                 .context("languages <built-dir> --profile <lang> <seconds>")?,
         );
-        return profile(&built, &lang, Duration::from_secs(secs)).await;
+        let idle = match args.iter().position(|a| a == "--idle-us") {
+            Some(j) => args
+                .get(j + 1)
+                .and_then(|s| s.parse().ok())
+                .map(Duration::from_micros)
+                .context("--idle-us <microseconds>")?,
+            None => Duration::ZERO,
+        };
+        return profile(&built, &lang, Duration::from_secs(secs), idle).await;
     }
     let serve_memory = args.iter().any(|a| a == "--serve-memory-store");
     args.retain(|a| a != "--serve-memory-store");
@@ -344,7 +384,7 @@ async fn main() -> Result<()> {
 }
 
 /// `--profile`: one language's library calls, in a loop, for a profiler.
-async fn profile(built: &Path, name: &str, secs: Duration) -> Result<()> {
+async fn profile(built: &Path, name: &str, secs: Duration, idle: Duration) -> Result<()> {
     let tmp = tempfile::tempdir()?;
     let langs = langs(built, tmp.path())?;
     let l = langs
@@ -360,13 +400,26 @@ async fn profile(built: &Path, name: &str, secs: Duration) -> Result<()> {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (start, mut calls) = (Instant::now(), 0u64);
     let mut lib = Vec::new();
+    let cpu0 = cpu_ticks();
     while start.elapsed() < secs {
+        if !idle.is_zero() {
+            // The thread sleeps: its CPU may idle, as a service's does
+            // between one client's requests.
+            std::thread::sleep(idle);
+        }
         lib.push(lib_once(&rt, l).await?.0);
         calls += 1;
     }
+    let cpu = (cpu_ticks() - cpu0) as f64 * 1e6 / clock_ticks_per_second() as f64;
     println!(
-        "{name}: {calls} calls, library p50 {:.1} µs",
-        stats(lib).p50_us
+        "{name}: {calls} calls{}, library p50 {:.1} µs, process CPU {:.1} µs per call",
+        if idle.is_zero() {
+            String::new()
+        } else {
+            format!(" each after {} µs idle", idle.as_micros())
+        },
+        stats(lib).p50_us,
+        cpu / calls.max(1) as f64
     );
     Ok(())
 }

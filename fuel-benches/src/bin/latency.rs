@@ -26,6 +26,11 @@
 //! Run: `cargo run --release -p fuel-benches --bin latency [-- N]`
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+/// The allocator `wop serve` runs on (decision 0040), so that library and
+/// service figures compare like for like.
+#[global_allocator]
+static ALLOCATOR: wop_serve::allocator::Allocator = wop_serve::allocator::Allocator;
+
 use fuel_benches::bare;
 use std::time::{Duration, Instant};
 

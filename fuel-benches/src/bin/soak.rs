@@ -19,6 +19,11 @@
 //! answered=N unexpected=0 unanswered=0 panics=0 rss_start_kib=…
 //! rss_end_kib=… growth=…% ok`.
 
+/// The allocator `wop serve` runs on (decision 0040), so that library and
+/// service figures compare like for like.
+#[global_allocator]
+static ALLOCATOR: wop_serve::allocator::Allocator = wop_serve::allocator::Allocator;
+
 use anyhow::{Context as _, Result, bail};
 use fuel_benches::soak::{self, Report, Settings};
 use std::time::Duration;

@@ -23,6 +23,11 @@
 //! wop-cli --bin wop`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+/// The allocator `wop serve` runs on (decision 0040), so that library and
+/// service figures compare like for like.
+#[global_allocator]
+static ALLOCATOR: wop_serve::allocator::Allocator = wop_serve::allocator::Allocator;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};

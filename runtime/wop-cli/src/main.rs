@@ -78,6 +78,10 @@ enum Command {
     Serve(Box<wop_serve::cli::ServeArgs>),
 }
 
+/// jemalloc, as every binary that runs the service (decision 0040).
+#[global_allocator]
+static ALLOCATOR: wop_serve::allocator::Allocator = wop_serve::allocator::Allocator;
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(

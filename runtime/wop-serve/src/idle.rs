@@ -52,8 +52,14 @@ pub(crate) fn spawn_release(state: &AppState) {
             }
             let rt = state.rt.clone();
             drop(state);
-            // madvise over every warm slot: off the async workers.
-            if let Ok(bytes) = tokio::task::spawn_blocking(move || rt.release_idle_memory()).await {
+            // madvise over every warm slot, and the allocator's free
+            // pages: off the async workers.
+            let release = move || {
+                let bytes = rt.release_idle_memory();
+                crate::allocator::purge_free_memory();
+                bytes
+            };
+            if let Ok(bytes) = tokio::task::spawn_blocking(release).await {
                 tracing::info!(
                     bytes,
                     "idle: the sandbox pool's kept memory went back to the OS"

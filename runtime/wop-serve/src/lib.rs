@@ -28,6 +28,8 @@
 //!
 //! - `config`: `serve.toml` ([`ServeConfig`], tokens, trusted proxies,
 //!   origin normalization); uses nothing.
+//! - `allocator`: the binaries' global allocator and its purge; uses
+//!   nothing.
 //! - `wire`: RFC 3339 times and run ids in paths; uses nothing.
 //! - `detach`, `io`, `sse`: an invocation the caller cannot cancel, the
 //!   connection write timeout, one caller's event stream; use nothing.
@@ -42,7 +44,7 @@
 //!   operator scope; uses config, state.
 //! - `idem`: idempotency keys as effect claims (claim → settle, release
 //!   on a cut drain); uses state.
-//! - `idle`: the idle memory release; uses state.
+//! - `idle`: the idle memory release; uses allocator, state.
 //! - `guard`: `Origin`/`Host` checks before anything runs; uses api,
 //!   config, state.
 //! - `invoke`: one node invocation (prepare → claim → perform → settle)
@@ -59,6 +61,7 @@
 //! - `server`, `cli`: start-up, the accept loop, the drain, the command
 //!   line; use router and the rooms they start.
 
+pub mod allocator;
 mod api;
 pub mod cli;
 pub mod config;

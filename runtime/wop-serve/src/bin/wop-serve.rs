@@ -14,6 +14,10 @@ struct Cli {
     args: wop_serve::cli::ServeArgs,
 }
 
+/// jemalloc, as every binary that runs the service (decision 0040).
+#[global_allocator]
+static ALLOCATOR: wop_serve::allocator::Allocator = wop_serve::allocator::Allocator;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
