@@ -24,11 +24,7 @@ if [[ -z "$hello" ]]; then
     hello=$(ls -dt target/release/build/wop-test-packs-*/out/packs/hello | head -1)
 fi
 
-# ONE_CPU=<n>: the server and wrk both on CPU n (taskset), so the server
-# never idles between a client's requests nor wakes on another CPU than
-# the client's: what is left is the service's own work (decision 0040).
-pin=()
-[[ -n "${ONE_CPU:-}" ]] && pin=(taskset -c "$ONE_CPU")
+source fuel-benches/one-cpu.sh   # ONE_CPU=<n>: server and wrk on CPU n
 tmp=$(mktemp -d)
 pid=""
 cleanup() { [[ -n "$pid" ]] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }

@@ -19,11 +19,7 @@ bins=("$@"); [[ ${#bins[@]} -gt 0 ]] || bins=(target/release/wop)
 secs=${SECONDS_PER_RUN:-4}
 command -v wrk >/dev/null || { echo "serve-wall.sh: needs wrk (apt-get install wrk)" >&2; exit 2; }
 
-# ONE_CPU=<n>: the server and wrk both on CPU n (taskset), so the server
-# never idles between a client's requests nor wakes on another CPU than
-# the client's: what is left is the service's own work (decision 0040).
-pin=()
-[[ -n "${ONE_CPU:-}" ]] && pin=(taskset -c "$ONE_CPU")
+source fuel-benches/one-cpu.sh   # ONE_CPU=<n>: server and wrk on CPU n
 tmp=$(mktemp -d)
 spid=""
 cleanup() { [[ -n "$spid" ]] && kill "$spid" 2>/dev/null; rm -rf "$tmp"; }

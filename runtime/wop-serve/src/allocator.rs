@@ -25,17 +25,21 @@ pub use tikv_jemallocator::Jemalloc as Allocator;
 /// Called by the idle release; harmless in a binary whose global allocator
 /// is another (jemalloc's arenas then hold nothing). False if jemalloc
 /// refused the command.
-#[allow(unsafe_code)]
 pub fn purge_free_memory() -> bool {
-    // `arena.<MALLCTL_ARENAS_ALL>.purge`: a command that reads and writes
-    // nothing (jemalloc(3)); MALLCTL_ARENAS_ALL is 4096.
-    const PURGE_ALL: &[u8] = b"arena.4096.purge\0";
-    // SAFETY: the name is NUL-terminated; a command that takes no value is
+    // `arena.<MALLCTL_ARENAS_ALL>.purge`; MALLCTL_ARENAS_ALL is 4096.
+    command(c"arena.4096.purge")
+}
+
+/// Runs the jemalloc control `name` that reads and writes nothing (a
+/// command, jemalloc(3)); false if jemalloc refused it (an unknown name).
+#[allow(unsafe_code)]
+fn command(name: &std::ffi::CStr) -> bool {
+    // SAFETY: `name` is NUL-terminated; a command that takes no value is
     // called with null old/new pointers and zero lengths, as jemalloc(3)
     // specifies, and retains no pointer.
     let rc = unsafe {
         tikv_jemalloc_sys::mallctl(
-            PURGE_ALL.as_ptr().cast(),
+            name.as_ptr(),
             std::ptr::null_mut(),
             std::ptr::null_mut(),
             std::ptr::null_mut(),
@@ -47,11 +51,17 @@ pub fn purge_free_memory() -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::purge_free_memory;
+    use super::{command, purge_free_memory};
 
     #[test]
     fn jemalloc_accepts_the_purge_command() {
-        // A misspelt or removed control name answers ENOENT: false.
         assert!(purge_free_memory());
+    }
+
+    #[test]
+    fn an_unknown_control_is_refused() {
+        // What a misspelt or removed control name would answer (ENOENT).
+        assert!(!command(c"arena.4096.purgx"));
+        assert!(!command(c"arena.4096"));
     }
 }
