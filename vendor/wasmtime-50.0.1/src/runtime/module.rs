@@ -174,25 +174,33 @@ struct ModuleInner {
     /// The checksum of the source binary from which this module was compiled.
     checksum: WasmChecksum,
 
-    /// wop patch (vendor/README.md): per defined function, where its
-    /// array-to-wasm trampoline and its body start in the text section,
+    /// wop patch (vendor/README.md): per defined function, everything its
+    /// `VMFuncRef` needs but the instance (code offsets, type, slot),
     /// computed on the first funcref an instance of this module builds.
-    func_ref_starts: OnceLock<Box<[FuncRefStarts]>>,
+    func_refs: OnceLock<Box<[FuncRefRecord]>>,
 }
 
-/// wop patch (vendor/README.md): the two text-section offsets a `VMFuncRef`
-/// of a defined function points at, or `NONE` for a function that never
-/// gets one (not escaping, or without a trampoline).
+/// wop patch (vendor/README.md): what a `VMFuncRef` of a defined function
+/// holds that does not depend on the instance, in one 16-byte record so
+/// that building one reads one record (a componentize-py instance builds
+/// ~5,700, in table order, not function order): the text-section offsets
+/// of its array-to-wasm trampoline and of its body, its engine type, and
+/// the offset of its slot in the `VMContext`. `array_to_wasm == u32::MAX`
+/// for a function that never gets one (not escaping, or no trampoline).
 #[derive(Clone, Copy)]
-pub(crate) struct FuncRefStarts {
+pub(crate) struct FuncRefRecord {
     pub(crate) array_to_wasm: u32,
     pub(crate) wasm: u32,
+    pub(crate) type_index: u32,
+    pub(crate) vmctx_offset: u32,
 }
 
-impl FuncRefStarts {
-    const NONE: FuncRefStarts = FuncRefStarts {
+impl FuncRefRecord {
+    const NONE: FuncRefRecord = FuncRefRecord {
         array_to_wasm: u32::MAX,
         wasm: u32::MAX,
+        type_index: u32::MAX,
+        vmctx_offset: u32::MAX,
     };
 }
 
@@ -592,7 +600,7 @@ impl Module {
                 serializable,
                 offsets,
                 checksum,
-                func_ref_starts: OnceLock::new(),
+                func_refs: OnceLock::new(),
             })?,
         })
     }
@@ -688,26 +696,33 @@ impl Module {
         self.compiled_module().module()
     }
 
-    /// wop patch (vendor/README.md): where the array-to-wasm trampoline and
-    /// the body of defined function `index` start in the text section, from
-    /// a table built once per module. wasmtime 50 looked both up (two
-    /// searches of the compiled-functions index) for every funcref of every
-    /// instance: ~5,700 per instance of a componentize-py component, whose
-    /// element segments fill an imported table through `ref.func`. `None`
-    /// when the table has no entry; the caller then looks up as before.
-    pub(crate) fn func_ref_starts(
+    /// wop patch (vendor/README.md): the instance-independent part of the
+    /// `VMFuncRef` of defined function `index` (see [`FuncRefRecord`]),
+    /// from a table built once per module. wasmtime 50 looked the code up
+    /// (two searches of the compiled-functions index) and read the
+    /// function's type and slot for every funcref of every instance:
+    /// ~5,700 per instance of a componentize-py component, whose element
+    /// segments fill an imported table through `ref.func`. `None` when the
+    /// table has no entry; the caller then builds it as upstream does.
+    #[inline]
+    pub(crate) fn func_ref_record(
         &self,
         index: wasmtime_environ::DefinedFuncIndex,
-    ) -> Option<(usize, usize)> {
-        let starts = self.inner.func_ref_starts.get_or_init(|| {
+    ) -> Option<FuncRefRecord> {
+        let records = self.inner.func_refs.get_or_init(|| {
             let compiled = self.compiled_module();
             let env = compiled.module();
             let module_index = env.module_index;
+            let offsets = &self.inner.offsets;
             env.defined_func_indices()
                 .map(|def| {
-                    if !env.functions[env.func_index(def)].is_escaping() {
-                        return FuncRefStarts::NONE;
+                    let func = &env.functions[env.func_index(def)];
+                    if !func.is_escaping() {
+                        return FuncRefRecord::NONE;
                     }
+                    let Some(type_index) = func.signature.as_engine_type_index() else {
+                        return FuncRefRecord::NONE;
+                    };
                     let array = compiled
                         .try_function_start(FuncKey::ArrayToWasmTrampoline(module_index, def));
                     let wasm =
@@ -716,18 +731,23 @@ impl Module {
                         (Some(Ok(array_to_wasm)), Some(Ok(wasm)))
                             if array_to_wasm != u32::MAX && wasm != u32::MAX =>
                         {
-                            FuncRefStarts { array_to_wasm, wasm }
+                            FuncRefRecord {
+                                array_to_wasm,
+                                wasm,
+                                type_index: type_index.bits(),
+                                vmctx_offset: offsets.func_refs().at(func.func_ref),
+                            }
                         }
-                        _ => FuncRefStarts::NONE,
+                        _ => FuncRefRecord::NONE,
                     }
                 })
                 .collect()
         });
-        let s = starts.get(index.as_u32() as usize)?;
-        if s.array_to_wasm == u32::MAX {
+        let r = records.get(index.as_u32() as usize)?;
+        if r.array_to_wasm == u32::MAX {
             return None;
         }
-        Some((s.array_to_wasm as usize, s.wasm as usize))
+        Some(*r)
     }
 
     pub(crate) fn types(&self) -> &ModuleTypes {

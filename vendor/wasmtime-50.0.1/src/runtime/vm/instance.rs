@@ -870,20 +870,34 @@ impl Instance {
         def_index: DefinedFuncIndex,
     ) -> Option<NonNull<VMFuncRef>> {
         let module = self.env_module();
+        let array_to_wasm_key = FuncKey::ArrayToWasmTrampoline(module.module_index, def_index);
+        let wasm_key = FuncKey::DefinedWasmFunction(module.module_index, def_index);
+        // wop patch (vendor/README.md): type, slot and the two code offsets
+        // from one record of the module's table instead of the function's
+        // metadata and two index searches per funcref.
+        if let Some(r) = self
+            .runtime_module()
+            .and_then(|m| m.func_ref_record(def_index))
+        {
+            // SAFETY: the record was computed from this module's metadata
+            // for exactly `def_index` and the same keys.
+            return unsafe {
+                self.initialize_and_return_funcref(
+                    registry,
+                    VMSharedTypeIndex::new(r.type_index),
+                    r.vmctx_offset,
+                    array_to_wasm_key,
+                    wasm_key,
+                    Some((r.array_to_wasm as usize, r.wasm as usize)),
+                )
+            };
+        }
         let index = module.func_index(def_index);
         let func = &module.functions[index];
         let type_index = func.signature.unwrap_engine_type_index();
         let vmctx_offset = self.offsets().func_refs().at(func.func_ref);
-        let array_to_wasm_key = FuncKey::ArrayToWasmTrampoline(module.module_index, def_index);
-        let wasm_key = FuncKey::DefinedWasmFunction(module.module_index, def_index);
-        // wop patch (vendor/README.md): the two code offsets from the
-        // module's table instead of two index searches per funcref.
-        let starts = self
-            .runtime_module()
-            .and_then(|m| m.func_ref_starts(def_index));
         // SAFETY: the type/offset/keys here are all valid for the defined
-        // function at `def_index`, and `starts` are the text offsets of
-        // exactly those keys.
+        // function at `def_index`.
         unsafe {
             self.initialize_and_return_funcref(
                 registry,
@@ -891,7 +905,7 @@ impl Instance {
                 vmctx_offset,
                 array_to_wasm_key,
                 wasm_key,
-                starts,
+                None,
             )
         }
     }
