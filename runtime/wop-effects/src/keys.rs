@@ -20,44 +20,82 @@
 /// bytes cut and suffixed with a digest of the whole (so long ids stay
 /// distinct and keys stay short).
 pub fn part(s: &str) -> String {
-    let esc = s.replace('%', "%25").replace('/', "%2F");
-    if esc.len() <= 96 {
-        return esc;
+    let mut out = String::with_capacity(s.len());
+    push_part(&mut out, s);
+    out
+}
+
+/// [`part`], appended to `out`. Keys are built on every invocation (the
+/// run's ledger at admission, its roll-ups and usage record after), so
+/// each is one allocation rather than one per segment and escape.
+fn push_part(out: &mut String, s: &str) {
+    let start = out.len();
+    if s.contains(['%', '/']) {
+        for c in s.chars() {
+            match c {
+                '%' => out.push_str("%25"),
+                '/' => out.push_str("%2F"),
+                c => out.push(c),
+            }
+        }
+    } else {
+        out.push_str(s);
     }
-    let mut end = 64;
-    while !esc.is_char_boundary(end) {
+    if out.len() - start <= 96 {
+        return;
+    }
+    let mut end = start + 64;
+    while !out.is_char_boundary(end) {
         end -= 1;
     }
+    out.truncate(end);
     let digest = wop_core::jcs::sha256_hex(&serde_json::Value::String(s.to_owned()));
-    format!("{}~{}", &esc[..end], &digest[..16])
+    out.push('~');
+    out.push_str(&digest[..16]);
+}
+
+/// `<prefix><tenant>/<run><suffix>`, both ids escaped.
+fn scoped(prefix: &str, tenant: &str, run: &str, suffix: &str) -> String {
+    let mut k = String::with_capacity(prefix.len() + tenant.len() + run.len() + suffix.len() + 1);
+    k.push_str(prefix);
+    push_part(&mut k, tenant);
+    k.push('/');
+    push_part(&mut k, run);
+    k.push_str(suffix);
+    k
 }
 
 /// `<tenant>/<run>`, both escaped: the scope of every per-run record.
 pub fn run_scope(tenant: &str, run: &str) -> String {
-    format!("{}/{}", part(tenant), part(run))
+    scoped("", tenant, run, "")
 }
 
 /// A run's ledger.
 pub fn ledger(tenant: &str, run: &str) -> String {
-    format!("ledger/{}", run_scope(tenant, run))
+    scoped("ledger/", tenant, run, "")
 }
 
 /// A run's roll-up.
 pub fn run_rollup(tenant: &str, run: &str) -> String {
-    format!("rollup/run/{}", run_scope(tenant, run))
+    scoped("rollup/run/", tenant, run, "")
 }
 
 /// The prefix of a run's usage records (`None`: every run of the tenant).
 pub fn usage_prefix(tenant: &str, run: Option<&str>) -> String {
     match run {
-        Some(r) => format!("usage/{}/", run_scope(tenant, r)),
-        None => format!("usage/{}/", part(tenant)),
+        Some(r) => scoped("usage/", tenant, r, "/"),
+        None => {
+            let mut k = String::from("usage/");
+            push_part(&mut k, tenant);
+            k.push('/');
+            k
+        }
     }
 }
 
 /// The prefix of a run's effect listing.
 pub fn run_index_prefix(tenant: &str, run: &str) -> String {
-    format!("run/{}/", run_scope(tenant, run))
+    scoped("run/", tenant, run, "/")
 }
 
 #[cfg(test)]
@@ -79,5 +117,50 @@ mod tests {
         let long = "x".repeat(500);
         let p = part(&long);
         assert!(p.len() < 100 && p != part(&"x".repeat(501)));
+    }
+
+    /// The keys as the store has always written them: escaped with two
+    /// `replace`s, cut on a char boundary of the escaped text, joined by
+    /// `format!` (the keys of existing sled and PostgreSQL stores).
+    fn part_as_written(s: &str) -> String {
+        let esc = s.replace('%', "%25").replace('/', "%2F");
+        if esc.len() <= 96 {
+            return esc;
+        }
+        let mut end = 64;
+        while !esc.is_char_boundary(end) {
+            end -= 1;
+        }
+        let digest = wop_core::jcs::sha256_hex(&serde_json::Value::String(s.to_owned()));
+        format!("{}~{}", &esc[..end], &digest[..16])
+    }
+
+    #[test]
+    fn keys_are_the_keys_stores_already_hold() {
+        let ids = [
+            String::new(),
+            "r".to_owned(),
+            "a/b%2Fc%".to_owned(),
+            "é/".repeat(40),
+            format!("{}é{}", "x".repeat(63), "/".repeat(40)),
+            format!("{}€", "%".repeat(21)),
+            "y".repeat(96),
+            "y".repeat(97),
+        ];
+        for t in &ids {
+            assert_eq!(part(t), part_as_written(t), "{t:?}");
+            for r in &ids {
+                let scope = format!("{}/{}", part_as_written(t), part_as_written(r));
+                assert_eq!(run_scope(t, r), scope);
+                assert_eq!(ledger(t, r), format!("ledger/{scope}"));
+                assert_eq!(run_rollup(t, r), format!("rollup/run/{scope}"));
+                assert_eq!(usage_prefix(t, Some(r)), format!("usage/{scope}/"));
+                assert_eq!(run_index_prefix(t, r), format!("run/{scope}/"));
+            }
+            assert_eq!(
+                usage_prefix(t, None),
+                format!("usage/{}/", part_as_written(t))
+            );
+        }
     }
 }
