@@ -379,7 +379,7 @@ pub(crate) async fn call(
             }
             caller.data_mut().sb.charge(len as usize);
             let mut buf = vec![0u8; len as usize];
-            caller.data_mut().sb.rng.fill(&mut buf);
+            caller.data_mut().sb.rng().fill(&mut buf);
             mem.write(&mut caller, ptr as usize, &buf)
                 .map_err(|e| caller.data_mut().invalid(format!("openwop_random: {e}")))?;
         }

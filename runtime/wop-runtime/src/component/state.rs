@@ -2,16 +2,18 @@
 //! (no ambient authority), the resource table and the gate session.
 //! Dropped with the store after every invocation.
 
+use super::host::wasi::Wasi;
 use crate::sandbox::{Sandbox, SandboxState};
 use wasmtime::component::ResourceTable;
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi::{WasiCtxView, WasiView};
 use wop_gate::GateSession;
 
 /// Store data of a component invocation.
 pub(crate) struct HostState {
     /// The sandbox every pack kind shares.
     pub sb: Sandbox,
-    pub wasi: WasiCtx,
+    /// WASI, built on the pack's first WASI call.
+    pub wasi: Wasi,
     pub table: ResourceTable,
     /// The gate, bound to this invocation: every side-effecting host call
     /// goes through it.
@@ -45,7 +47,7 @@ impl SandboxState for HostState {
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
-            ctx: &mut self.wasi,
+            ctx: self.wasi.get(),
             table: &mut self.table,
         }
     }

@@ -68,8 +68,10 @@ pub(crate) struct Sandbox {
     pub limiter: Limiter,
     /// The bounded log (log lines, stdio, audit events).
     pub log: SharedLog,
-    /// Replayable random (seeded per run, node, attempt).
-    pub rng: ReplayRng,
+    /// The invocation's seed (per run, node, attempt).
+    seed: Seed,
+    /// Replayable random, derived from `seed` on first use ([`Sandbox::rng`]).
+    rng: Option<ReplayRng>,
     /// Replayable clock.
     pub clock: ReplayClock,
     /// Calls per interface (a handful of entries: a linear scan beats a map).
@@ -129,7 +131,8 @@ impl Sandbox {
             limits,
             limiter: Limiter::new(&limits),
             log: Arc::new(Mutex::new(log)),
-            rng: ReplayRng::new(seed.derive("openwop:random")),
+            seed: *seed,
+            rng: None,
             clock: ReplayClock::new(seed),
             host_calls: Vec::new(),
             host_fault: None,
@@ -144,6 +147,15 @@ impl Sandbox {
             grants,
             max_loop_iterations: env.bounds.max_loop_iterations,
         }
+    }
+
+    /// The replayable random stream of `openwop:random` (and the ABI's
+    /// `random`), derived from the seed on the pack's first use: most
+    /// invocations never ask, and the derivation is a SHA-256.
+    pub(crate) fn rng(&mut self) -> &mut ReplayRng {
+        let seed = &self.seed;
+        self.rng
+            .get_or_insert_with(|| ReplayRng::new(seed.derive("openwop:random")))
     }
 
     /// The wall-clock fault, if `now` is past the deadline.

@@ -38,3 +38,20 @@ async fn same_attempt_sees_the_same_values_another_attempt_does_not() {
     );
     assert_ne!(a["random"], a["wasiRandom"], "independent streams");
 }
+
+/// WASI is built at once when a directory is granted and on the pack's
+/// first WASI call otherwise: both give the same clock and randomness.
+#[tokio::test]
+async fn wasi_built_at_first_use_is_the_wasi_built_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let granted = runtime(&format!(
+        "[packs.replay.filesystem]\npath = {:?}\nreadOnly = true\n",
+        dir.path()
+    ));
+    let lazy = runtime("");
+    load(&granted, "replay").await;
+    load(&lazy, "replay").await;
+    let a = observe(&granted, "run-1", "n1", 1).await;
+    let b = observe(&lazy, "run-1", "n1", 1).await;
+    assert_eq!(a, b, "the same (run, node, attempt) sees the same WASI");
+}

@@ -19,7 +19,7 @@ impl Host for HostState {
                 .host_cap(BreachKind::RandomBytes, MAX_FILL.into(), len.into()));
         }
         let mut out = vec![0u8; len as usize];
-        self.sb.rng.fill(&mut out);
+        self.sb.rng().fill(&mut out);
         Ok(out)
     }
 }

@@ -46,9 +46,9 @@ pub(crate) fn add_to_linker(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
     b::clocks::monotonic_clock::add_to_linker::<HostState, WasiClocks>(l, HostState::clocks)?;
     b::filesystem::types::add_to_linker::<HostState, WasiFilesystem>(l, HostState::filesystem)?;
     b::filesystem::preopens::add_to_linker::<HostState, WasiFilesystem>(l, HostState::filesystem)?;
-    b::random::random::add_to_linker::<HostState, WasiRandom>(l, |t| t.wasi.random())?;
-    b::random::insecure::add_to_linker::<HostState, WasiRandom>(l, |t| t.wasi.random())?;
-    b::random::insecure_seed::add_to_linker::<HostState, WasiRandom>(l, |t| t.wasi.random())?;
+    b::random::random::add_to_linker::<HostState, WasiRandom>(l, |t| t.wasi.get().random())?;
+    b::random::insecure::add_to_linker::<HostState, WasiRandom>(l, |t| t.wasi.get().random())?;
+    b::random::insecure_seed::add_to_linker::<HostState, WasiRandom>(l, |t| t.wasi.get().random())?;
     b::cli::exit::add_to_linker::<HostState, WasiCli>(l, HostState::cli)?;
     b::cli::environment::add_to_linker::<HostState, WasiCli>(l, HostState::cli)?;
     b::cli::stdin::add_to_linker::<HostState, WasiCli>(l, HostState::cli)?;
@@ -97,8 +97,60 @@ impl wasmtime_wasi::HostMonotonicClock for MonoClock {
     }
 }
 
-/// Builds the WASI context for one invocation.
-pub(crate) fn ctx(seed: &Seed, log: &SharedLog, fs: Option<&FsGrant>) -> wasmtime::Result<WasiCtx> {
+/// One invocation's WASI context, built when the pack first uses WASI.
+///
+/// Most packs never call WASI during an invocation (a Rust or JavaScript
+/// hello talks only to the `openwop` interfaces), and the context's
+/// building (three seed derivations, random generators, boxed streams and
+/// clocks) was ~4 % of such an invocation's CPU. Built later from the
+/// same seed and log it is the same context: the generators and the clocks
+/// depend only on the seed, and nothing reads them before the first WASI
+/// call. A granted directory is opened at once ([`Wasi::new`]), so that a
+/// directory that cannot be opened still fails the invocation's set-up.
+pub(crate) struct Wasi {
+    built: Option<WasiCtx>,
+    seed: Seed,
+    log: SharedLog,
+}
+
+impl Wasi {
+    /// The WASI context of an invocation with `seed` and `log`: built now
+    /// when `fs` grants a directory (its opening can fail), else on first use.
+    pub(crate) fn new(
+        seed: &Seed,
+        log: &SharedLog,
+        fs: Option<&FsGrant>,
+    ) -> wasmtime::Result<Self> {
+        let built = match fs {
+            Some(fs) => {
+                let mut b = builder(seed, log);
+                let perms = if fs.read_only {
+                    FsPerms::ReadOnly
+                } else {
+                    FsPerms::ReadWrite
+                };
+                b.preopened_dir(&fs.path, GUEST_DATA_DIR, perms)?;
+                Some(b.build())
+            }
+            None => None,
+        };
+        Ok(Wasi {
+            built,
+            seed: *seed,
+            log: log.clone(),
+        })
+    }
+
+    /// The context, built now if this is the invocation's first WASI use.
+    pub(crate) fn get(&mut self) -> &mut WasiCtx {
+        let Wasi { built, seed, log } = self;
+        built.get_or_insert_with(|| builder(seed, log).build())
+    }
+}
+
+/// The WASI context of one invocation, but for a granted directory:
+/// captured stdio, replayable randomness and clocks, no network.
+fn builder(seed: &Seed, log: &SharedLog) -> WasiCtxBuilder {
     let mut b = WasiCtxBuilder::new();
     b.stdout(CapturedStdio {
         stream: LogStream::Stdout,
@@ -123,13 +175,5 @@ pub(crate) fn ctx(seed: &Seed, log: &SharedLog, fs: Option<&FsGrant>) -> wasmtim
     .allow_udp(false)
     .allow_ip_name_lookup(false)
     .socket_addr_check(|_, _| Box::pin(async { false }));
-    if let Some(fs) = fs {
-        let perms = if fs.read_only {
-            FsPerms::ReadOnly
-        } else {
-            FsPerms::ReadWrite
-        };
-        b.preopened_dir(&fs.path, GUEST_DATA_DIR, perms)?;
-    }
-    Ok(b.build())
+    b
 }
