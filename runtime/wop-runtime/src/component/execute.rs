@@ -37,7 +37,7 @@ pub(crate) async fn execute(
 ) -> Execution {
     let seed = env.seed();
     let sb = Sandbox::new(env, &seed, reach.grants);
-    let wasi = match super::host::wasi::Wasi::new(&seed, &sb.log, reach.fs.as_ref()) {
+    let wasi = match super::host::wasi_ctx::Wasi::new(&seed, &sb.log, reach.fs.as_ref()) {
         Ok(w) => w,
         Err(e) => {
             return sandbox::failed(format!("cannot prepare the sandbox: {e:#}"), sb.log, env);

@@ -18,7 +18,7 @@ mod loader;
 mod services;
 mod state;
 
-pub use host::wasi::GUEST_DATA_DIR;
+pub use host::wasi_ctx::GUEST_DATA_DIR;
 pub(crate) use loader::{Components, inspect, load};
 
 use crate::env::RunEnv;

@@ -2,7 +2,7 @@
 //! (no ambient authority), the resource table and the gate session.
 //! Dropped with the store after every invocation.
 
-use super::host::wasi::Wasi;
+use super::host::wasi_ctx::Wasi;
 use crate::sandbox::{Sandbox, SandboxState};
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtxView, WasiView};

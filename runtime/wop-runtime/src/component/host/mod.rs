@@ -10,6 +10,7 @@ mod stdio;
 mod streams;
 mod tools;
 pub(crate) mod wasi;
+pub(crate) mod wasi_ctx;
 
 use crate::component::bindings::{NodePack, types};
 use crate::component::state::HostState;
