@@ -53,8 +53,8 @@ impl wasmtime_wasi::HostMonotonicClock for MonoClock {
 
 /// One invocation's WASI context, built when the pack first uses WASI.
 ///
-/// Most packs never call WASI during an invocation (a Rust or JavaScript
-/// hello talks only to the `openwop` interfaces), and the context's
+/// Many packs never call WASI during an invocation (the Rust hello talks
+/// only to the `openwop` interfaces), and the context's
 /// building (three seed derivations, random generators, boxed streams and
 /// clocks) was ~4 % of such an invocation's CPU. Built later from the
 /// same seed and log it is the same context: the generators and the clocks
