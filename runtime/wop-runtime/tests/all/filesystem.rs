@@ -84,3 +84,28 @@ async fn without_a_grant_there_is_no_filesystem() {
     let r = probe(&rt, json!({"op": "read", "path": "/etc/passwd"})).await;
     assert_eq!(r["ok"], json!(false), "{r}");
 }
+
+/// A granted directory that cannot be opened fails the invocation at
+/// set-up, before the pack runs (the WASI context is otherwise built on
+/// the pack's first WASI call; a grant is opened at once).
+#[tokio::test]
+async fn a_granted_directory_that_cannot_be_opened_fails_before_the_pack_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let rt = runtime(&policy(&data, true));
+    load(&rt, "fs-probe").await;
+    std::fs::remove_dir(&data).unwrap();
+    let report = invoke(
+        &rt,
+        "wop.testing.fs-probe",
+        json!({"op": "list", "path": "/data"}),
+    )
+    .await;
+    let err = report.outcome.expect_err("the invocation must fail");
+    assert!(
+        err.message.contains("cannot prepare the sandbox"),
+        "{err:?}"
+    );
+    assert_eq!(report.usage.fuel_consumed, 0, "the pack did not run");
+}
