@@ -321,7 +321,9 @@ impl Runtime {
     /// Gives back to the OS the memory the sandbox's instance pool keeps
     /// resident for idle slots (up to 8 MiB of each slot an instance
     /// dirtied, so that the next instance there does not page-fault it in
-    /// again; decision 0028). Call it when load has dropped: the RSS of an
+    /// again; decision 0028) and for idle fiber stacks (what the deepest
+    /// guest on each touched, up to its 1 MiB of wasm stack and the host
+    /// frames; decision 0042). Call it when load has dropped: the RSS of an
     /// idle host then falls back to what it holds besides the pool, and
     /// the next invocations pay their page faults once more. Process-wide
     /// (every runtime shares the engine); safe while invocations run.

@@ -15,6 +15,7 @@ mod hardening_limits;
 mod hardening_outcome;
 mod hardening_store;
 mod hostile;
+mod idle_stacks;
 mod manifest;
 mod mcp;
 mod metering;

@@ -271,8 +271,15 @@ impl PoolingInstanceAllocator {
     /// Releases memory kept resident for unused slots, returning the number
     /// of bytes released. See
     /// [`MemoryPool::release_resident_unused_memory`].
+    ///
+    /// wop patch (vendor/README.md): also the pages of unused fiber stacks.
     pub fn release_resident_unused_memory(&self) -> usize {
-        self.memories.release_resident_unused_memory()
+        let memories = self.memories.release_resident_unused_memory();
+        #[cfg(feature = "async")]
+        let stacks = self.stacks.release_unused();
+        #[cfg(not(feature = "async"))]
+        let stacks = 0;
+        memories + stacks
     }
 
     /// Creates a new pooling instance allocator with the given strategy and limits.

@@ -113,4 +113,10 @@ impl StackPool {
     pub fn unused_bytes_resident(&self) -> Option<usize> {
         None
     }
+
+    /// wop patch (vendor/README.md): nothing is pooled here, so nothing
+    /// unused stays resident.
+    pub fn release_unused(&self) -> usize {
+        0
+    }
 }

@@ -57,6 +57,13 @@ impl SimpleIndexAllocator {
         self.0.free_many(items);
     }
 
+    /// wop patch (vendor/README.md): takes every unused warm slot out of the
+    /// free list, with the bytes recorded as resident in it, so that its
+    /// memory can be released; each must be given back with [`Self::free`].
+    pub(crate) fn take_warm_slots(&self) -> Vec<(SlotId, usize)> {
+        self.0.take_resident_warm_slots()
+    }
+
     /// Returns the number of previously-used slots in this allocator which are
     /// not currently in use.
     ///

@@ -264,6 +264,78 @@ impl StackPool {
             None
         }
     }
+
+    /// wop patch (vendor/README.md): gives the pages of every unused stack
+    /// back to the OS and returns how many bytes of them were resident.
+    ///
+    /// Without `async_stack_zeroing` a returned stack keeps every page its
+    /// fiber touched, and a guest that recursed to `max_wasm_stack` leaves
+    /// that much resident in the slot; the slots are reused
+    /// least-recently-used first, so over time every slot that has been in
+    /// use at once holds its deepest guest's stack. The slots stay warm and
+    /// allocatable; the next fiber in one faults in the pages it touches.
+    pub fn release_unused(&self) -> usize {
+        if self.stack_size.is_zero() {
+            return 0;
+        }
+        let taken = self.index_allocator.take_warm_slots();
+        if taken.is_empty() {
+            return 0;
+        }
+        let size_without_guard = self.stack_size.byte_count() - self.page_size.byte_count();
+        let mut released = 0;
+        let mut iov = Vec::with_capacity(taken.len());
+        for (id, _) in &taken {
+            // SAFETY: `id` indexes a slot of this pool's mapping (the index
+            // allocator holds `max_stacks` slots); the guard page is skipped.
+            let bottom = unsafe {
+                self.mapping
+                    .as_ptr()
+                    .add(self.stack_size.byte_count() * id.index())
+                    .add(self.page_size.byte_count())
+                    .cast_mut()
+            };
+            released += resident_bytes(bottom, size_without_guard, self.page_size.byte_count());
+            iov.push(crate::vm::sys::vm::iovec {
+                iov_base: bottom.cast(),
+                iov_len: size_without_guard,
+            });
+        }
+        // SAFETY: every stack here was taken out of the free list above, so
+        // no fiber runs on it and none can be handed it until it is freed
+        // below. A stack's contents are never read before they are written.
+        let decommitted = unsafe { crate::vm::sys::vm::decommit_pages(&iov) }.is_ok();
+        // A failed decommit leaves the pages as they were, which is a correct
+        // state: only the reclaim is lost.
+        self.index_allocator.free_many(
+            taken
+                .into_iter()
+                .map(|(id, bytes)| (id, if decommitted { 0 } else { bytes })),
+        );
+        if decommitted { released } else { 0 }
+    }
+}
+
+/// wop patch: how many bytes of `[addr, addr + len)` are resident
+/// (`mincore`); 0 where that cannot be read.
+#[cfg(not(target_os = "linux"))]
+fn resident_bytes(_addr: *mut u8, _len: usize, _page_size: usize) -> usize {
+    0
+}
+
+/// wop patch: how many bytes of `[addr, addr + len)` are resident
+/// (`mincore`); 0 where that cannot be read.
+#[cfg(target_os = "linux")]
+fn resident_bytes(addr: *mut u8, len: usize, page_size: usize) -> usize {
+    let mut pages = Vec::new();
+    pages.resize(len.div_ceil(page_size), 0u8);
+    // SAFETY: `addr` is page-aligned, `[addr, addr + len)` is mapped (a stack
+    // of this pool) and `pages` has one byte per page of it.
+    let rc = unsafe { libc::mincore(addr.cast(), len, pages.as_mut_ptr()) };
+    if rc != 0 {
+        return 0;
+    }
+    pages.iter().filter(|p| **p & 1 != 0).count() * page_size
 }
 
 #[cfg(all(test, unix, feature = "async", not(miri), not(asan)))]
