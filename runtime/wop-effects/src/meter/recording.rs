@@ -172,9 +172,16 @@ impl Meter {
     /// The copy of `u` that is stored: identifiers cut, breakdown and
     /// per-tool counts capped (`dropped` breakdown entries were cut
     /// before).
-    fn bounded(&self, u: &Usage, dropped: u64) -> StoredUsage {
+    pub(super) fn bounded(&self, u: &Usage, dropped: u64) -> StoredUsage {
         let o = &self.options;
-        let id = |s: &str| cut(s, o.identifier_bytes);
+        let max = o.identifier_bytes;
+        let id = |k: &String| {
+            let mut k = k.clone();
+            cut(&mut k, max);
+            k
+        };
+        // Cut in place, and the maps rebuilt only when one of their keys
+        // (or their number) is over its bound: a usual record is one clone.
         let mut v = u.clone();
         for s in [
             &mut v.pack,
@@ -185,33 +192,37 @@ impl Meter {
             &mut v.node_id,
             &mut v.currency,
         ] {
-            *s = id(s);
+            cut(s, max);
         }
-        v.host_calls = u.host_calls.iter().map(|(k, n)| (id(k), *n)).collect();
-        let mut tools = BTreeMap::new();
-        let mut other = 0;
-        for (i, (k, n)) in u.tool_calls_by_id.iter().enumerate() {
-            if i < o.tool_ids {
-                *tools.entry(id(k)).or_insert(0) += n;
-            } else {
-                other += n;
+        if u.host_calls.keys().any(|k| k.len() > max) {
+            v.host_calls = u.host_calls.iter().map(|(k, n)| (id(k), *n)).collect();
+        }
+        if u.tool_calls_by_id.len() > o.tool_ids || u.tool_calls_by_id.keys().any(|k| k.len() > max)
+        {
+            let mut tools = BTreeMap::new();
+            let mut other = 0;
+            for (i, (k, n)) in u.tool_calls_by_id.iter().enumerate() {
+                if i < o.tool_ids {
+                    *tools.entry(id(k)).or_insert(0) += n;
+                } else {
+                    other += n;
+                }
             }
+            if other > 0 {
+                *tools.entry("(other)".to_owned()).or_insert(0) += other;
+            }
+            v.tool_calls_by_id = tools;
         }
-        if other > 0 {
-            *tools.entry("(other)".to_owned()).or_insert(0) += other;
-        }
-        v.tool_calls_by_id = tools;
         let dropped = dropped
             + u.host_call_breakdown
                 .len()
                 .saturating_sub(o.breakdown_entries) as u64;
         v.host_call_breakdown.truncate(o.breakdown_entries);
         for r in &mut v.host_call_breakdown {
-            r.interface = id(&r.interface);
-            r.target = r
-                .target
-                .as_deref()
-                .map(|t| cut(t, o.identifier_bytes.min(64)));
+            cut(&mut r.interface, max);
+            if let Some(t) = &mut r.target {
+                cut(t, max.min(64));
+            }
         }
         StoredUsage {
             usage: v,

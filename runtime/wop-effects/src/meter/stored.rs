@@ -244,16 +244,18 @@ pub(super) fn add_rollup(to: &mut Rollup, r: &Rollup) {
     }
 }
 
-/// `s` cut to at most `max` bytes (on a char boundary), marked with `…`.
-pub(super) fn cut(s: &str, max: usize) -> String {
+/// `s` cut to at most `max` bytes (on a char boundary), marked with `…`;
+/// in place (nothing is allocated when `s` fits, the usual case).
+pub(super) fn cut(s: &mut String, max: usize) {
     if s.len() <= max {
-        return s.to_owned();
+        return;
     }
     let mut end = max.saturating_sub('…'.len_utf8());
     while end > 0 && !s.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}…", &s[..end])
+    s.truncate(end);
+    s.push('…');
 }
 
 pub(super) fn pack_label(u: &Usage) -> String {

@@ -604,3 +604,109 @@ async fn one_flush_per_recorded_invocation_on_sled() {
     let (_, by_pack) = a.rollup(scope(Some("run/flush")), None).await.unwrap();
     assert_eq!(by_pack.values().map(|r| r.invocations).sum::<u64>(), 6);
 }
+
+/// The stored copy of a usage record as it was built before identifiers
+/// were cut in place: every identifier and map rebuilt.
+fn bounded_as_before(o: &MeterOptions, u: &Usage, dropped: u64) -> (Usage, u64) {
+    // The cut as it was: a new string, marked with `…`.
+    let cut = |s: &str, max: usize| {
+        if s.len() <= max {
+            return s.to_owned();
+        }
+        let mut end = max.saturating_sub('…'.len_utf8());
+        while end > 0 && !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}…", &s[..end])
+    };
+    let id = |s: &str| cut(s, o.identifier_bytes);
+    let mut v = u.clone();
+    for s in [
+        &mut v.pack,
+        &mut v.pack_version,
+        &mut v.type_id,
+        &mut v.tenant_id,
+        &mut v.run_id,
+        &mut v.node_id,
+        &mut v.currency,
+    ] {
+        *s = id(s);
+    }
+    v.host_calls = u.host_calls.iter().map(|(k, n)| (id(k), *n)).collect();
+    let mut tools = BTreeMap::new();
+    let mut other = 0;
+    for (i, (k, n)) in u.tool_calls_by_id.iter().enumerate() {
+        if i < o.tool_ids {
+            *tools.entry(id(k)).or_insert(0) += n;
+        } else {
+            other += n;
+        }
+    }
+    if other > 0 {
+        *tools.entry("(other)".to_owned()).or_insert(0) += other;
+    }
+    v.tool_calls_by_id = tools;
+    let dropped = dropped
+        + u.host_call_breakdown
+            .len()
+            .saturating_sub(o.breakdown_entries) as u64;
+    v.host_call_breakdown.truncate(o.breakdown_entries);
+    for r in &mut v.host_call_breakdown {
+        r.interface = id(&r.interface);
+        r.target = r
+            .target
+            .as_deref()
+            .map(|t| cut(t, o.identifier_bytes.min(64)));
+    }
+    (v, dropped)
+}
+
+/// A stored record cuts exactly what is over its bound, and copies the
+/// rest as it is: identifiers, host-call interfaces and tool ids over the
+/// identifier bound (on a character boundary), tool ids past the count,
+/// breakdown entries past theirs — the same record as the construction
+/// that rebuilt everything.
+#[test]
+fn a_stored_record_cuts_what_is_over_its_bounds_and_nothing_else() {
+    let meter = Meter::new(Arc::new(MemoryStore::new()), Prices::default());
+    let o = MeterOptions::default();
+    let long = |c: char| std::iter::repeat_n(c, 200).collect::<String>();
+    let within = usage("run", "alpha", 1);
+    let mut over = usage(&long('r'), &long('é'), 2);
+    over.node_id = long('n');
+    over.host_calls.insert(long('h'), 3);
+    over.tool_calls_by_id = (0..40u64).map(|i| (format!("tool-{i:02}"), i)).collect();
+    over.tool_calls_by_id
+        .insert(format!("tool-00{}", long('€')), 5);
+    over.host_call_breakdown[0].interface = long('i');
+    let mut few_long_tools = usage("run", "alpha", 3);
+    few_long_tools.tool_calls_by_id = [(long('t'), 1), ("short".to_owned(), 2)].into();
+    let mut many_short_tools = usage("run", "alpha", 4);
+    many_short_tools.tool_calls_by_id = (0..40u64).map(|i| (format!("t{i:02}"), 1)).collect();
+    for (u, dropped) in [
+        (&within, 0),
+        (&over, 4),
+        (&few_long_tools, 1),
+        (&many_short_tools, 0),
+    ] {
+        let stored = meter.bounded(u, dropped);
+        let (expected, expected_dropped) = bounded_as_before(&o, u, dropped);
+        assert_eq!(stored.usage, expected);
+        assert_eq!(stored.host_call_breakdown_dropped, expected_dropped);
+    }
+    // And the cuts are real: bounded, marked, on character boundaries.
+    let stored = meter.bounded(&over, 0).usage;
+    assert!(stored.pack.len() <= o.identifier_bytes && stored.pack.ends_with('…'));
+    assert_eq!(stored.tool_calls_by_id.len(), o.tool_ids + 1);
+    assert_eq!(
+        stored.tool_calls_by_id["(other)"],
+        (0..40u64).skip(o.tool_ids - 1).sum::<u64>()
+    );
+    assert!(
+        stored
+            .host_calls
+            .keys()
+            .all(|k| k.len() <= o.identifier_bytes)
+    );
+    assert_eq!(meter.bounded(&within, 0).usage.run_id, "run");
+}
