@@ -107,7 +107,7 @@ impl LimitRequest {
             return None;
         }
         let base = self.fuel.unwrap_or(0);
-        let bytes = inputs.to_string().len() as u64;
+        let bytes = crate::json::size::text_len(inputs) as u64;
         let items = self
             .items_pointer
             .as_deref()

@@ -231,7 +231,7 @@ impl LogBuffer {
     }
 
     fn push(&mut self, level: LogLevel, message: String, fields: Option<Value>, stream: LogStream) {
-        let size = message.len() + fields.as_ref().map_or(0, |f| f.to_string().len());
+        let size = message.len() + fields.as_ref().map_or(0, crate::json::size::text_len);
         // Once the cap is reached everything after is dropped, so the kept
         // log is a prefix of what the pack wrote.
         if self.dropped_lines > 0

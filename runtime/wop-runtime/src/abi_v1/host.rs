@@ -499,7 +499,7 @@ fn set(
 /// What one variable or channel entry counts against the state cap: its
 /// key plus its value as JSON text.
 fn entry_bytes(key: &str, value: &Value) -> u64 {
-    (key.len() + value.to_string().len()) as u64
+    (key.len() + wop_core::json::size::text_len(value)) as u64
 }
 
 #[cfg(test)]
