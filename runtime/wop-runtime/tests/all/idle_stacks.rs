@@ -104,3 +104,72 @@ fn the_idle_release_gives_back_what_a_deep_guest_left_on_its_stack() {
     // And the slot is usable again: the same guest runs (and overflows) in it.
     assert_ne!(overflow_the_stack(&engine), 0);
 }
+
+/// The release never touches a stack in use: a guest suspended 2,000
+/// frames deep in an async host call (its fiber parked, its frames on the
+/// pool's stack) while the release runs resumes with every frame intact —
+/// each frame adds its own argument on the way back, so one zeroed page
+/// of the stack would change the sum or crash the guest.
+#[test]
+fn the_idle_release_leaves_a_suspended_guests_stack_alone() {
+    let engine = wasmtime::Engine::new(&wop_runtime::engine_config()).unwrap();
+    // A deep stack in the pool: the next guest takes this warm slot.
+    overflow_the_stack(&engine);
+    let wasm = wat::parse_str(
+        r#"(module
+             (import "host" "pause" (func $pause))
+             (func $down (param $n i64) (result i64)
+               (if (result i64) (i64.eqz (local.get $n))
+                 (then (call $pause) (i64.const 0))
+                 (else (i64.add (local.get $n)
+                         (call $down (i64.sub (local.get $n) (i64.const 1)))))))
+             (func (export "run") (param i64) (result i64) (call $down (local.get 0))))"#,
+    )
+    .unwrap();
+    let module = wasmtime::Module::new(&engine, wasm).unwrap();
+    let paused = Arc::new(tokio::sync::Notify::new());
+    let resume = Arc::new(tokio::sync::Notify::new());
+    let mut linker = wasmtime::Linker::new(&engine);
+    let (p, r) = (paused.clone(), resume.clone());
+    linker
+        .func_wrap_async(
+            "host",
+            "pause",
+            move |_caller: wasmtime::Caller<'_, ()>, ()| {
+                let (p, r) = (p.clone(), r.clone());
+                Box::new(async move {
+                    p.notify_one();
+                    r.notified().await;
+                })
+            },
+        )
+        .unwrap();
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let (sum, released) = tokio.block_on(async {
+        let guest = async {
+            let mut store = wasmtime::Store::new(&engine, ());
+            store.set_fuel(u64::MAX).unwrap();
+            let instance = linker.instantiate_async(&mut store, &module).await?;
+            let run = instance.get_typed_func::<i64, i64>(&mut store, "run")?;
+            run.call_async(&mut store, 2000).await
+        };
+        let release = async {
+            paused.notified().await;
+            let released = engine.release_idle_pool_memory();
+            resume.notify_one();
+            released
+        };
+        tokio::join!(guest, release)
+    });
+    assert_eq!(sum.unwrap(), 2000 * 2001 / 2);
+    // The suspended guest ran on the overflowed slot (the one warm stack):
+    // the release while it ran left that slot's megabyte alone, and the
+    // next release, with the slot back in the pool, gives it back.
+    let after = engine.release_idle_pool_memory();
+    assert!(
+        after >= 512 << 10,
+        "the stack in use lost its pages to the release while suspended ({released} bytes released then, {after} after)"
+    );
+}
