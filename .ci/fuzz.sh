@@ -23,7 +23,7 @@ cd "$(dirname "$0")/../fuzz"
 if ! rustup run "$NIGHTLY" rustc --version >/dev/null 2>&1; then
     rustup toolchain install "$NIGHTLY" --profile minimal
 fi
-if ! cargo fuzz --version 2>/dev/null | grep -qx "cargo-fuzz $CARGO_FUZZ_VERSION"; then
+if ! cargo fuzz --version 2>/dev/null | grep -x "cargo-fuzz $CARGO_FUZZ_VERSION" >/dev/null; then
     cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked
 fi
 fuzz() { cargo "+$NIGHTLY" fuzz "$@"; }
@@ -60,7 +60,7 @@ for t in "${targets[@]}"; do
     else
         verdict=CRASH
         failed+=("$t")
-        grep -E -A12 "panicked at|ERROR: libFuzzer|Test unit written" "$log" | head -n 40 ||
+        grep -E -A12 "panicked at|ERROR: libFuzzer|Test unit written" "$log" | sed -n 1,40p ||
             tail -n 20 "$log"
     fi
     execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)" || true

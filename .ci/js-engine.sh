@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
 for pkg in clang-19 llvm-19 wasi-libc; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep "install ok installed" >/dev/null || need+=("$pkg")
 done
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 if [[ ${#need[@]} -gt 0 ]]; then

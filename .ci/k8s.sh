@@ -13,7 +13,7 @@ if ! command -v kubectl >/dev/null 2>&1; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --no-upgrade kubernetes-client
 fi
-kubectl version --client 2>&1 | head -1
+kubectl version --client 2>&1 | sed -n 1p
 work="$(mktemp -d)"
 cat >"$work/discovery.py" <<'PY'
 import json, sys

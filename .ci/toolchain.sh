@@ -13,7 +13,7 @@ if [[ -z "$channel" ]]; then
     exit 1
 fi
 if ! rustup run "$channel" rustc --version >/dev/null 2>&1 \
-    || ! rustup +"$channel" target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
+    || ! rustup +"$channel" target list --installed 2>/dev/null | grep -x wasm32-wasip2 >/dev/null; then
     echo "toolchain.sh: installing Rust $channel (pinned in rust-toolchain.toml) with rustfmt, clippy and the wasm targets" >&2
     rustup toolchain install "$channel" --profile minimal -c rustfmt -c clippy \
         -t wasm32-wasip2 -t wasm32-unknown-unknown >&2

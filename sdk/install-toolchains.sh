@@ -38,7 +38,7 @@ apt_updated=""
 apt_need() {
   local missing=() pkg
   for pkg in "$@"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$pkg")
   done
   if [[ ${#missing[@]} -gt 0 ]]; then
     if [[ -z "$apt_updated" ]]; then
@@ -56,7 +56,7 @@ apt_need() {
 # cargo_pin <crate> <version> <binary>: cargo install --locked unless present.
 cargo_pin() {
   local crate="$1" ver="$2" bin="$3"
-  if command -v "$bin" >/dev/null 2>&1 && cargo install --list | grep -qx "$crate v$ver:"; then
+  if command -v "$bin" >/dev/null 2>&1 && cargo install --list | grep -x "$crate v$ver:" >/dev/null; then
     return 0
   fi
   echo "cargo: installing $crate@$ver" >&2

@@ -36,7 +36,7 @@ trap 'rm -rf "$work"' EXIT
 rust_hello() {
   if [[ -n "${RUST_HELLO:-}" ]]; then echo "$RUST_HELLO"; return; fi
   local d
-  d="$(ls -td "$WOP_REPO_ROOT"/target/*/build/wop-test-packs-*/out/packs/hello 2>/dev/null | head -1 || true)"
+  d="$(ls -td "$WOP_REPO_ROOT"/target/*/build/wop-test-packs-*/out/packs/hello 2>/dev/null | sed -n 1p || true)"
   if [[ -n "$d" && -f "$d/pack.json" ]]; then echo "$d"; return; fi
   echo "building the Rust hello sample (cargo, wasm32-wasip2)" >&2
   cargo build -q --release --target wasm32-wasip2 --manifest-path "$WOP_REPO_ROOT/sample-packs/Cargo.toml" \

@@ -260,7 +260,7 @@ done
 new_langs=(${NEW_LANGS:-rust ${langs[*]}})
 for l in "${new_langs[@]}"; do
   name="verify-new-$l"
-  if [[ "$l" == rust ]] && ! { command -v cargo >/dev/null && rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; }; then
+  if [[ "$l" == rust ]] && ! { command -v cargo >/dev/null && rustup target list --installed 2>/dev/null | grep -x wasm32-wasip2 >/dev/null; }; then
     echo "SKIPPED  rust wop new (needs cargo and the wasm32-wasip2 target)"
     continue
   fi

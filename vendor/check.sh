@@ -28,7 +28,7 @@ cp "$reg/wasmtime-51.0.0/src/runtime/vm/sys/unix/pagemap.rs" "$t/src/runtime/vm/
 if diff -r "$t" vendor/wasmtime-50.0.1 >/dev/null; then
   echo "vendor ok: wasmtime 50.0.1 + 51.0.0's pagemap.rs + the funcref and idle-stacks patches, nothing else"
 else
-  diff -r "$t" vendor/wasmtime-50.0.1 | head -40 >&2
+  diff -r "$t" vendor/wasmtime-50.0.1 | sed -n 1,40p >&2
   echo "vendor check: vendor/wasmtime-50.0.1 differs from what vendor/README.md says" >&2
   exit 1
 fi

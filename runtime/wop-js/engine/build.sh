@@ -33,11 +33,11 @@ fi
 # C files, which rquickjs-sys copies into the target directory).
 export RUSTFLAGS="--remap-path-prefix=$here=/wop-js-engine --remap-path-prefix=$HOME/.cargo=/cargo --remap-path-prefix=$target_dir=/target"
 export CFLAGS_wasm32_wasip1="-ffile-prefix-map=$HOME/.cargo=/cargo -ffile-prefix-map=$target_dir=/target"
-(cd "$here" && rustup target list --installed | grep -qx wasm32-wasip1) || (cd "$here" && rustup target add wasm32-wasip1 >&2)
+(cd "$here" && rustup target list --installed | grep -x wasm32-wasip1) >/dev/null || (cd "$here" && rustup target add wasm32-wasip1 >&2)
 (cd "$here" && cargo build --locked --release --target wasm32-wasip1 --target-dir "$target_dir")
 built="$target_dir/wasm32-wasip1/release/wop_js_engine.wasm"
 # What built it: the bytes are reproducible for the same tools.
-tools="$(cd "$here" && rustc --version); $("$WASI_SDK/bin/clang" --version | head -1); wasi-libc $(dpkg-query -W -f='${Version}' wasi-libc 2>/dev/null || echo unknown)"
+tools="$(cd "$here" && rustc --version); $("$WASI_SDK/bin/clang" --version | sed -n 1p); wasi-libc $(dpkg-query -W -f='${Version}' wasi-libc 2>/dev/null || echo unknown)"
 if [[ "${1:-}" == "--check" ]]; then
   if cmp -s "$built" "$out"; then echo "engine.wasm: reproducible ($(sha256sum <"$out" | cut -c1-16)) with $tools"; exit 0; fi
   if [[ "$tools" != "$(cat "$out.tools" 2>/dev/null)" ]]; then
