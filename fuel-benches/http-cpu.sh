@@ -18,10 +18,10 @@ wop="${3:-target/release/wop}"
 
 command -v wrk >/dev/null || { echo "http-cpu.sh: needs wrk (apt-get install wrk)" >&2; exit 2; }
 [[ -x "$wop" ]] || cargo build --release -p wop-cli --bin wop
-hello=$(ls -dt target/release/build/wop-test-packs-*/out/packs/hello 2>/dev/null | head -1 || true)
+hello=$(ls -dt target/release/build/wop-test-packs-*/out/packs/hello 2>/dev/null | sed -n 1p || true)
 if [[ -z "$hello" ]]; then
     cargo build --release -p wop-test-packs
-    hello=$(ls -dt target/release/build/wop-test-packs-*/out/packs/hello | head -1)
+    hello=$(ls -dt target/release/build/wop-test-packs-*/out/packs/hello | sed -n 1p)
 fi
 
 source fuel-benches/one-cpu.sh   # ONE_CPU=<n>: server and wrk on CPU n
@@ -46,7 +46,7 @@ for _ in $(seq 100); do
     grep -q "listening on" "$tmp/out" 2>/dev/null && break
     sleep 0.1
 done
-base=$(grep -o "http://[0-9.:]*" "$tmp/out" | head -1)
+base=$(grep -o "http://[0-9.:]*" "$tmp/out" | sed -n 1p)
 [[ -n "$base" ]] || { echo "http-cpu.sh: wop serve did not start:" >&2; cat "$tmp/err" >&2; exit 1; }
 
 ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }

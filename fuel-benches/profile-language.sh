@@ -6,6 +6,7 @@
 #   bash fuel-benches/profile-language.sh <built-dir> <lang> [seconds] [perf.data]
 #   perf report -i <perf.data> --no-children --sort symbol
 # PERF_CALLGRAPH="--call-graph=dwarf,16384" for call chains through Rust frames.
+# PROFILE_ARGS="--new-run-per-call" (or --idle-us N): passed on to `languages --profile`.
 #
 # <built-dir>: the out-dir of sdk/build-all.sh; <lang>: rust, c, js, python,
 # registry-js or new-js. Needs `perf` and a release build of `languages`
@@ -15,7 +16,7 @@ command -v perf >/dev/null || { echo "profile-language.sh needs perf (Debian: ap
 built=${1:?built-dir}; lang=${2:?lang}; secs=${3:-10}; out=${4:-/tmp/$lang.perf.data}
 root=$(cd "$(dirname "$0")/.." && pwd)
 fifo=$(mktemp -u); mkfifo "$fifo"
-"$root/target/release/languages" "$built" --profile "$lang" "$secs" > "$fifo" &
+"$root/target/release/languages" "$built" --profile "$lang" "$secs" ${PROFILE_ARGS:-} > "$fifo" &
 bench=$!
 while read -r line; do
   echo "$line"

@@ -51,7 +51,7 @@ for _ in $(seq "$rounds"); do
             > "$tmp/out" 2> "$tmp/err" &
         spid=$!
         for _ in $(seq 100); do grep -q "listening on" "$tmp/out" 2>/dev/null && break; sleep 0.1; done
-        base=$(grep -o "http://[0-9.:]*" "$tmp/out" | head -1)
+        base=$(grep -o "http://[0-9.:]*" "$tmp/out" | sed -n 1p)
         [[ -n "$base" ]] || { echo "serve-wall.sh: $bin did not start:" >&2; cat "$tmp/err" >&2; exit 1; }
         url="$base/host/wop/invocations"
         "${pin[@]}" wrk -t1 -c8 -d1s -s "$tmp/post.lua" "$url" > /dev/null   # warm-up

@@ -47,6 +47,10 @@
 //! the invocations and not the compile (`fuel-benches/profile-language.sh`).
 //! It ends with the p50 and the process's CPU per call (utime + stime:
 //! what the library costs a host, its deferred usage writes included).
+//! `--new-run-per-call` makes each call a run of its own, as every
+//! `wop serve` request without a `runId` is: its run roll-up and usage
+//! record are new (in one run, past its first 1,000 calls, no record is
+//! kept) — the library's share of `http-cpu.sh`'s invoke requests.
 //! `--idle-us N` sleeps N µs before each call, so the CPU may idle between
 //! calls as a service's does between one client's requests (decision 0040:
 //! on this machine a call after 100 µs idle takes ~1.7× a call in a tight
@@ -211,8 +215,22 @@ fn clock_ticks_per_second() -> u64 {
 
 /// One library invocation: (caller-side time, instantiate time, fuel).
 async fn lib_once(rt: &Runtime, l: &Lang) -> Result<(Duration, Duration, u64)> {
+    lib_once_in(rt, l, None).await
+}
+
+/// [`lib_once`] in run `run` (`None`: the request's default run, the same
+/// for every call).
+async fn lib_once_in(
+    rt: &Runtime,
+    l: &Lang,
+    run: Option<String>,
+) -> Result<(Duration, Duration, u64)> {
+    let mut req = InvokeRequest::new(&l.type_id, inputs(l));
+    if let Some(run) = run {
+        req.context.run_id = run;
+    }
     let t = Instant::now();
-    let report = rt.invoke(InvokeRequest::new(&l.type_id, inputs(l))).await;
+    let report = rt.invoke(req).await;
     let took = t.elapsed();
     match report.outcome {
         Ok(Outcome::Completed { .. }) => Ok((
@@ -281,7 +299,8 @@ async fn main() -> Result<()> {
                 .context("--idle-us <microseconds>")?,
             None => Duration::ZERO,
         };
-        return profile(&built, &lang, Duration::from_secs(secs), idle).await;
+        let new_runs = args.iter().any(|a| a == "--new-run-per-call");
+        return profile(&built, &lang, Duration::from_secs(secs), idle, new_runs).await;
     }
     let serve_memory = args.iter().any(|a| a == "--serve-memory-store");
     args.retain(|a| a != "--serve-memory-store");
@@ -384,7 +403,13 @@ async fn main() -> Result<()> {
 }
 
 /// `--profile`: one language's library calls, in a loop, for a profiler.
-async fn profile(built: &Path, name: &str, secs: Duration, idle: Duration) -> Result<()> {
+async fn profile(
+    built: &Path,
+    name: &str,
+    secs: Duration,
+    idle: Duration,
+    new_runs: bool,
+) -> Result<()> {
     let tmp = tempfile::tempdir()?;
     let langs = langs(built, tmp.path())?;
     let l = langs
@@ -407,12 +432,14 @@ async fn profile(built: &Path, name: &str, secs: Duration, idle: Duration) -> Re
             // between one client's requests.
             std::thread::sleep(idle);
         }
-        lib.push(lib_once(&rt, l).await?.0);
+        let run = new_runs.then(|| format!("inv-{calls}"));
+        lib.push(lib_once_in(&rt, l, run).await?.0);
         calls += 1;
     }
     let cpu = (cpu_ticks() - cpu0) as f64 * 1e6 / clock_ticks_per_second() as f64;
     println!(
-        "{name}: {calls} calls{}, library p50 {:.1} µs, process CPU {:.1} µs per call",
+        "{name}: {calls} calls{}{}, library p50 {:.1} µs, process CPU {:.1} µs per call",
+        if new_runs { " each in a new run" } else { "" },
         if idle.is_zero() {
             String::new()
         } else {

@@ -374,6 +374,18 @@ fn running_the_same_command_twice_charges_once() {
     assert_eq!(list[0]["state"], "completed");
     assert_eq!(list[0]["keying"], "activity-recipe");
     assert!(list[0].get("result").is_none(), "never payloads");
+
+    // Retention purges effect and usage records past 14 days: nothing of
+    // this run, which keeps its effect.
+    let o = wop(&["effects", "purge", "--store", &store]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("purged 0 finished effect record(s)"), "{out}");
+    assert!(out.contains("purged 0 usage record(s)"), "{out}");
+    let o = wop(&[
+        "effects", "run-cli", "--tenant", "acme", "--store", &store, "--json",
+    ]);
+    assert_eq!(json(&o).as_array().unwrap().len(), 1);
 }
 
 /// A child claims, sends, and is SIGKILLed before recording the outcome.

@@ -100,6 +100,14 @@ pub enum EffectError {
     Invalid(String),
 }
 
+impl EffectError {
+    /// Whether the store refused a write for want of room
+    /// ([`StoreError::Full`]).
+    pub fn is_store_full(&self) -> bool {
+        matches!(self, EffectError::Store(e) if e.is_full())
+    }
+}
+
 /// Timing knobs of the claim protocol.
 #[derive(Debug, Clone, Copy)]
 pub struct EffectTimings {
@@ -489,21 +497,29 @@ impl Effects {
             if let Some((last, _)) = page.last() {
                 start = format!("{last}\0");
             }
+            // A page's finished, old records in one compare-and-delete (a
+            // record changed meanwhile stays), then their listing entries
+            // (always empty values).
+            let mut doomed = Vec::new();
+            let mut listed = std::collections::HashMap::new();
             for (k, bytes) in page {
                 let r = Self::decode(&k, &bytes)?;
                 if matches!(r.state, EffectState::Completed | EffectState::Released)
                     && r.updated_at_ms < older_than_ms
-                    && self
-                        .kv
-                        .compare_and_swap(&k, Some(&bytes), None)
-                        .await?
-                        .is_ok()
                 {
-                    self.kv
-                        .remove(&index_key(&r.tenant_id, &r.run_id, &r.effect_id))
-                        .await?;
-                    n += 1;
+                    listed.insert(k.clone(), index_key(&r.tenant_id, &r.run_id, &r.effect_id));
+                    doomed.push((k, bytes));
                 }
+            }
+            if !doomed.is_empty() {
+                let gone = self.kv.remove_unchanged(doomed).await?;
+                n += gone.len();
+                let entries = gone
+                    .iter()
+                    .filter_map(|k| listed.remove(k))
+                    .map(|i| (i, Vec::new()))
+                    .collect();
+                self.kv.remove_unchanged(entries).await?;
             }
             if !full {
                 return Ok(n);

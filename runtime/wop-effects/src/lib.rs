@@ -30,7 +30,9 @@ pub mod meter;
 pub mod store;
 
 pub use effects::{EffectError, EffectRecord, EffectState, EffectSummary, EffectTimings, Effects};
-pub use meter::{Meter, MeterError, MeterOptions, RunRollup, UsageCommit, UsageScope};
+pub use meter::{
+    Meter, MeterError, MeterOptions, RunRollup, USAGE_ENTRIES_IN_MEMORY, UsageCommit, UsageScope,
+};
 pub use store::{KvStore, MemoryStore, SledOptions, SledStore, StoreError};
 #[cfg(feature = "postgres")]
 pub use store::{PostgresOptions, PostgresStore};

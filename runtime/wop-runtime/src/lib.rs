@@ -69,7 +69,9 @@ pub mod egress {
 /// Metering: budget math (`wop-core`) and the persisted meter (`wop-effects`).
 pub mod metering {
     pub use wop_core::budget::*;
-    pub use wop_effects::meter::{Meter, MeterError, UsageCommit, UsageScope};
+    pub use wop_effects::meter::{
+        Meter, MeterError, MeterOptions, USAGE_ENTRIES_IN_MEMORY, UsageCommit, UsageScope,
+    };
 }
 
 pub use cache::CacheStats;

@@ -3,6 +3,7 @@
 //! caller is (a bearer token or the anonymous loopback principal) and the
 //! operator scope check.
 
+use crate::slots::Refused;
 use crate::state::AppState;
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -118,6 +119,31 @@ impl ApiError {
             ApiCode::ServiceUnavailable,
             "the executor is at capacity; retry later",
         );
+        e.retry_after = Some(retry_after);
+        e
+    }
+
+    /// Why `tenant`'s invocation got no slot, as an answer: `503` (all
+    /// taken) or `429` (its share taken).
+    pub(crate) fn no_slot(refused: Refused, tenant: &str, retry_after: u64) -> Self {
+        match refused {
+            Refused::Full => Self::busy(retry_after),
+            Refused::Tenant(cap) => Self::tenant_busy(tenant, cap, retry_after),
+        }
+    }
+
+    /// `429 rate_limited`: `tenant` holds `cap` invocation slots, its
+    /// share (`maxInFlightPerTenant`).
+    pub(crate) fn tenant_busy(tenant: &str, cap: usize, retry_after: u64) -> Self {
+        let mut e = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::RateLimited,
+            format!(
+                "tenant `{tenant}` has {cap} invocations running, its share of this executor \
+                 (maxInFlightPerTenant); retry when one has finished"
+            ),
+        );
+        e.details = Some(serde_json::json!({"tenant": tenant, "maxInFlightPerTenant": cap}));
         e.retry_after = Some(retry_after);
         e
     }

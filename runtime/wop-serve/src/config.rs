@@ -4,6 +4,7 @@
 //!
 //! ```toml
 //! maxInFlight = 64            # concurrent invocations; beyond → 503
+//! maxInFlightPerTenant = 48   # of those, most one tenant holds; beyond → 429 (default: all with one tenant, 3/4 with several)
 //! maxConnections = 1024       # open connections; beyond → 503 and close
 //! maxBodyBytes = 1048576      # request body cap → 413
 //! maxJsonDepth = 64           # JSON nesting cap → 400 validation_error
@@ -14,6 +15,8 @@
 //! sendBufferBytes = 0         # SO_SNDBUF of client connections (0: the OS's autotuning)
 //! drainTimeoutMs = 30000      # SIGTERM: how long in-flight requests may finish
 //! idleReleaseMs = 30000       # idle this long: the sandbox pool's kept memory goes back to the OS (0: never)
+//! retentionPurgeMinutes = 60  # effect and usage records past the retention are deleted this often (0: never)
+//! memoryStoreBytes = 1073741824  # --memory-store: the most it holds; past it new claims → effect_store_full
 //! retryAfterSecs = 1          # `Retry-After` on 503
 //! anonymousLoopback = false   # serve without a token (loopback listen only)
 //! anonymousScopes = []
@@ -53,6 +56,13 @@ pub struct TokenEntry {
 pub struct ServeConfig {
     /// Concurrent invocations (MCP `tools/call` and the invoke API). Default 64.
     pub max_in_flight: usize,
+    /// Of those, the most one tenant's invocations may hold at once;
+    /// beyond, `429 rate_limited` with `Retry-After`, so that one tenant
+    /// cannot take every slot (decision 0048). At most `maxInFlight`.
+    /// Default: `maxInFlight` when the server has one tenant (or only the
+    /// anonymous one), three quarters of it when its tokens (and the
+    /// anonymous principal) name several.
+    pub max_in_flight_per_tenant: Option<usize>,
     /// Concurrently open client connections. A connection beyond the cap
     /// is accepted, answered `503 service_unavailable` with `Retry-After`
     /// and `Connection: close`, and closed. Default 1024.
@@ -87,6 +97,20 @@ pub struct ServeConfig {
     /// invocations pay their page faults again. ms; 0 never releases.
     /// Default 30 000.
     pub idle_release_ms: u64,
+    /// How often finished effect records and usage records older than
+    /// the policy's retention (`effects.retentionDays`, at least 14 days)
+    /// are deleted: the first time this long after start, then every
+    /// this long. Minutes; 0 never (then `wop effects purge` by hand).
+    /// Default 60.
+    pub retention_purge_minutes: u64,
+    /// With `--memory-store`: the most bytes the store holds (keys,
+    /// values and 64 bytes per entry). Past it a new effect claim, an
+    /// idempotency claim or a budgeted run's ledger is refused with
+    /// `effect_store_full` (`507` for an idempotent request) before
+    /// anything runs, and usage records are not kept; the outcome of an
+    /// effect already claimed may use an eighth more (decision 0046). At
+    /// least 1 MiB. Default 1 GiB.
+    pub memory_store_bytes: u64,
     /// Usage of runs **without a budget** (usage records and roll-ups) is
     /// written off the response path, at most this many ms after the
     /// invocation (or once 1,000 are waiting), and at drain; `GET
@@ -172,6 +196,7 @@ impl Default for ServeConfig {
     fn default() -> Self {
         Self {
             max_in_flight: 64,
+            max_in_flight_per_tenant: None,
             max_connections: 1024,
             max_body_bytes: 1 << 20,
             max_json_depth: 64,
@@ -182,6 +207,8 @@ impl Default for ServeConfig {
             send_buffer_bytes: 0,
             drain_timeout_ms: 30_000,
             idle_release_ms: 30_000,
+            retention_purge_minutes: 60,
+            memory_store_bytes: wop_runtime::store::MEMORY_STORE_BYTES,
             usage_defer_ms: None,
             retry_after_secs: 1,
             anonymous_loopback: false,
@@ -248,6 +275,15 @@ impl ServeConfig {
                 "maxInFlight and maxConnections must be at most {most}"
             ));
         }
+        if self
+            .max_in_flight_per_tenant
+            .is_some_and(|n| n == 0 || n > self.max_in_flight)
+        {
+            return Err("maxInFlightPerTenant must be between 1 and maxInFlight".into());
+        }
+        if self.memory_store_bytes < 1 << 20 {
+            return Err("memoryStoreBytes must be at least 1048576 (1 MiB)".into());
+        }
         if self.write_timeout_ms == 0 || self.sse_queue_bytes == 0 {
             return Err("writeTimeoutMs and sseQueueBytes must be at least 1".into());
         }
@@ -311,6 +347,22 @@ mod tests {
             matches!(ServeConfig::from_toml("maxConnections = 3"), Ok(ref c) if c.max_connections == 3)
         );
         assert_eq!(ServeConfig::default().max_connections, 1024);
+        assert_eq!(ServeConfig::default().retention_purge_minutes, 60);
+        assert_eq!(ServeConfig::default().memory_store_bytes, 1 << 30);
+        for bad in [
+            "maxInFlightPerTenant = 0",
+            "maxInFlight = 4\nmaxInFlightPerTenant = 5",
+        ] {
+            let e = ServeConfig::from_toml(bad).unwrap_err();
+            assert!(e.contains("maxInFlightPerTenant"), "{e}");
+        }
+        let small = ServeConfig::from_toml("memoryStoreBytes = 1000");
+        assert!(small.is_err_and(|e| e.contains("memoryStoreBytes")));
+        let set = ServeConfig::from_toml("memoryStoreBytes = 2097152");
+        assert!(matches!(set, Ok(ref c) if c.memory_store_bytes == 2 << 20));
+        assert!(
+            matches!(ServeConfig::from_toml("retentionPurgeMinutes = 0"), Ok(ref c) if c.retention_purge_minutes == 0)
+        );
         assert!(
             ServeConfig::from_toml(
                 "[[tokens]]\nsha256 = \"ab\"\nprincipal = \"h\"\ntenant = \"acme\"\n"

@@ -38,6 +38,8 @@ pub(crate) enum IdemError {
     InFlight(Value, u64),
     /// The effect store failed.
     Store(String),
+    /// The effect store is full (a bounded in-memory store): nothing ran.
+    Full(String),
 }
 
 impl IdemError {
@@ -57,6 +59,11 @@ impl IdemError {
             IdemError::Store(m) => (
                 ErrorCode::InternalError,
                 format!("effect store: {m}"),
+                None,
+            ),
+            IdemError::Full(m) => (
+                ErrorCode::EffectStoreFull,
+                format!("the invocation was not claimed, so it did not run: {m}"),
                 None,
             ),
         }
@@ -131,7 +138,10 @@ pub(crate) async fn claim<'a>(
         .effects()
         .begin(request, timings, deadline)
         .await
-        .map_err(|e| IdemError::Store(e.to_string()))?;
+        .map_err(|e| match e.is_store_full() {
+            true => IdemError::Full(e.to_string()),
+            false => IdemError::Store(e.to_string()),
+        })?;
     match begin {
         Begin::Perform { claimed, .. } => Ok(Claimed::Held(Held::list(shared, claimed))),
         Begin::Replay(rec) => match rec.result {
@@ -211,8 +221,20 @@ impl<'a> Held<'a> {
         } else {
             effects.release(&claimed).await
         };
-        if let Err(e) = stored {
-            tracing::error!(effect = %claimed.effect_id, error = %e, "cannot record the invocation's outcome");
+        match stored {
+            Ok(_) => {}
+            // No room for the response: give the claim back, so a retry
+            // runs the invocation again at once (its effects replay from
+            // their own claims) instead of waiting out the lease.
+            Err(e) if record && e.is_store_full() => {
+                tracing::error!(effect = %claimed.effect_id, error = %e, "no room to record the invocation's response; its claim is released");
+                if let Err(e) = effects.release(&claimed).await {
+                    tracing::error!(effect = %claimed.effect_id, error = %e, "cannot release the invocation's claim");
+                }
+            }
+            Err(e) => {
+                tracing::error!(effect = %claimed.effect_id, error = %e, "cannot record the invocation's outcome");
+            }
         }
     }
 }

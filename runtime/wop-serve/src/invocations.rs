@@ -7,6 +7,7 @@
 use crate::api::{ApiError, authenticate, read_json};
 use crate::idem::IdemError;
 use crate::invoke::{self, Ctx, Reply, Run, Shape, check_ctx};
+use crate::slots::Slot;
 use crate::sse::{self, frame};
 use crate::state::AppState;
 use axum::body::Body;
@@ -15,7 +16,6 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::sync::OwnedSemaphorePermit;
 use wop_runtime::budget::{RunBounds, RunBudget};
 use wop_runtime::error::ErrorCode;
 
@@ -63,8 +63,12 @@ pub(crate) async fn post(
         Ok(run) => run,
         Err(e) => return e.into_response(),
     };
-    let Some(permit) = state.admit() else {
-        return ApiError::busy(state.cfg.retry_after_secs).into_response();
+    let permit = match state.admit(&run.principal.tenant) {
+        Ok(slot) => slot,
+        Err(r) => {
+            let retry = state.cfg.retry_after_secs;
+            return ApiError::no_slot(r, &run.principal.tenant, retry).into_response();
+        }
     };
     if wants_stream(&headers) {
         return stream(state, run, permit);
@@ -170,11 +174,13 @@ fn answer(reply: Reply, replayed: bool) -> Response {
 }
 
 /// Why an invocation under a key did not run: `409` (mismatch, or in
-/// flight with `Retry-After`), or `500` (the effect store).
+/// flight with `Retry-After`), `507` (the effect store is full) or `500`
+/// (the effect store failed).
 fn refusal(e: &IdemError) -> ApiError {
     let (code, message, details) = e.parts();
     let status = match e {
         IdemError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        IdemError::Full(_) => StatusCode::INSUFFICIENT_STORAGE,
         _ => StatusCode::CONFLICT,
     };
     let mut err = ApiError::new(status, code, message);
@@ -189,7 +195,7 @@ fn refusal(e: &IdemError) -> ApiError {
 /// its events become frames as they arrive (a replay's recorded events
 /// at once), then one `outcome` frame with `replayed`, or one `error`
 /// frame.
-fn stream(state: AppState, run: Run, permit: OwnedSemaphorePermit) -> Response {
+fn stream(state: AppState, run: Run, permit: Slot) -> Response {
     let (sink, body) = sse::channel(state.cfg.sse_queue_bytes);
     tokio::spawn(async move {
         match invoke::run(state, run, permit, Some(sink.clone()), Shape::Tree).await {

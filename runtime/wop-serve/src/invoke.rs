@@ -8,12 +8,12 @@
 
 use crate::detach::DetachOnDrop;
 use crate::idem::{self, Claimed, IdemError};
+use crate::slots::Slot;
 use crate::sse::SseSink;
 use crate::state::AppState;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use tokio::sync::OwnedSemaphorePermit;
 use wop_runtime::budget::{RunBounds, RunBudget};
 use wop_runtime::effects::ClaimRequest;
 use wop_runtime::{
@@ -163,13 +163,13 @@ impl Reply {
 pub(crate) async fn run(
     state: AppState,
     run: Run,
-    permit: OwnedSemaphorePermit,
+    permit: Slot,
     stream: Option<SseSink>,
     shape: Shape,
 ) -> Result<(Reply, bool), IdemError> {
     let work = DetachOnDrop::new(async move {
         let _permit = permit;
-        let invocation_id = uuid::Uuid::new_v4().to_string();
+        let invocation_id = crate::ids::invocation_id();
         let (req, claim) = prepare(run, &invocation_id);
         let held = match claim {
             None => None,

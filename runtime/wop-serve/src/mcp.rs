@@ -472,8 +472,12 @@ async fn call(state: &AppState, principal: &Principal, req: &Req<'_>) -> Respons
         Ok(c) => c,
         Err(message) => return ok(req, tool_error("validation_error", &message, None)),
     };
-    let Some(permit) = state.admit() else {
-        return ApiError::busy(state.cfg.retry_after_secs).into_response();
+    let permit = match state.admit(&principal.tenant) {
+        Ok(slot) => slot,
+        Err(r) => {
+            let retry = state.cfg.retry_after_secs;
+            return ApiError::no_slot(r, &principal.tenant, retry).into_response();
+        }
     };
     let run = Run {
         type_id: name.to_owned(),

@@ -304,7 +304,10 @@ impl Server {
             );
         }
         let store: Arc<dyn KvStore> = match &opts.store {
-            StoreChoice::Memory => Arc::new(wop_runtime::store::MemoryStore::new()),
+            StoreChoice::Memory => {
+                let bytes = cfg.memory_store_bytes;
+                Arc::new(wop_runtime::store::MemoryStore::with_capacity(bytes))
+            }
             StoreChoice::Spec(s) => {
                 wop_runtime::store::open(s).map_err(|e| ServeError::Store(e.to_string()))?
             }
@@ -312,6 +315,11 @@ impl Server {
         };
         let mut rc = RuntimeConfig::new();
         rc.policy(opts.policy.clone()).effect_store(store);
+        if let StoreChoice::Memory = &opts.store {
+            // Nothing purges it and nothing else reads it: keep its usage
+            // bounded, as the library does on its own in-memory store.
+            rc.usage_entries(Some(wop_runtime::metering::USAGE_ENTRIES_IN_MEMORY));
+        }
         let defer_ms = cfg.usage_defer_ms.unwrap_or(match &opts.store {
             StoreChoice::Spec(s) if wop_runtime::store::is_postgres_url(s) => 0,
             StoreChoice::Custom(_) => 0,
@@ -404,8 +412,18 @@ impl Server {
                 addr: opts.listen,
                 source,
             })?;
+        let permits = Arc::new(Semaphore::new(cfg.max_in_flight));
+        let per_tenant = cfg.max_in_flight_per_tenant.unwrap_or_else(|| {
+            let mut tenants: std::collections::BTreeSet<&str> =
+                cfg.tokens.iter().map(|t| t.tenant.as_str()).collect();
+            if cfg.anonymous_loopback {
+                tenants.insert(crate::state::ANON_TENANT);
+            }
+            crate::slots::default_per_tenant(cfg.max_in_flight, tenants.len())
+        });
         let state = Arc::new(Shared {
-            permits: Arc::new(Semaphore::new(cfg.max_in_flight)),
+            slots: crate::slots::Slots::new(permits.clone(), per_tenant),
+            permits,
             admitted: AtomicU64::new(0),
             conns: Arc::new(Semaphore::new(cfg.max_connections)),
             conns_refused: AtomicU64::new(0),
@@ -463,6 +481,7 @@ impl Server {
         let busy = busy_response(state.cfg.retry_after_secs, state.cfg.max_connections);
         let refusing = Arc::new(Semaphore::new(REFUSING_MAX));
         crate::idle::spawn_release(&state);
+        crate::retention::spawn_purge(&state);
         tracing::info!(addr = ?addr, "wop-serve accepting");
         tokio::pin!(shutdown);
         loop {

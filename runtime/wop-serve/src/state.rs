@@ -4,11 +4,12 @@ use crate::config::{Net, ServeConfig};
 use crate::console::sessions::Sessions;
 use crate::observe::Observers;
 use crate::observe::metrics::Scrape;
+use crate::slots::{Refused, Slot, Slots};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 use wop_runtime::effects::EffectRecord;
 use wop_runtime::tools::SafetyTier;
 use wop_runtime::{Principal, Runtime};
@@ -52,6 +53,8 @@ pub(crate) struct Shared {
     /// sha256(token) → principal.
     pub tokens: HashMap<String, Principal>,
     pub permits: Arc<Semaphore>,
+    /// The same slots, with each tenant's share (`maxInFlightPerTenant`).
+    pub slots: Slots,
     /// Invocations admitted since start (see [`Shared::admit`]); the idle
     /// release watches it (`idle.rs`).
     pub admitted: AtomicU64,
@@ -87,12 +90,14 @@ pub(crate) type AppState = Arc<Shared>;
 pub(crate) struct Peer(pub std::net::SocketAddr);
 
 impl Shared {
-    /// One of the `maxInFlight` invocation slots, or `None` when all are
-    /// taken (the caller answers `503`). Counted in [`Shared::admitted`].
-    pub(crate) fn admit(&self) -> Option<OwnedSemaphorePermit> {
-        let permit = self.permits.clone().try_acquire_owned().ok()?;
+    /// One of the `maxInFlight` invocation slots for one of `tenant`'s
+    /// invocations, or why not (the caller answers `503` when all are
+    /// taken, `429` when the tenant holds its share:
+    /// `ApiError::no_slot`). Counted in [`Shared::admitted`].
+    pub(crate) fn admit(&self, tenant: &str) -> Result<Slot, Refused> {
+        let slot = self.slots.admit(tenant)?;
         self.admitted.fetch_add(1, Ordering::Relaxed);
-        Some(permit)
+        Ok(slot)
     }
 
     /// Invocations running now.
@@ -165,6 +170,8 @@ impl Shared {
             "refusedPacks": self.refused.len(),
             "inFlight": self.in_flight(),
             "maxInFlight": self.cfg.max_in_flight,
+            "maxInFlightPerTenant": self.slots.per_tenant(),
+            "tenantsInFlight": self.slots.tenants_in_flight(),
             "connections": self.cfg.max_connections - self.conns.available_permits(),
             "maxConnections": self.cfg.max_connections,
             "connectionsRefused": self.conns_refused.load(Ordering::Relaxed),

@@ -32,7 +32,8 @@ pub(crate) enum EffectsAction {
         #[command(flatten)]
         common: Common,
     },
-    /// Delete finished records older than the retention period (>= 14 days).
+    /// Delete finished effect records, and usage records, older than the
+    /// retention period (>= 14 days; `wop serve` does it hourly).
     Purge {
         #[command(flatten)]
         common: Common,
@@ -64,6 +65,10 @@ pub(crate) async fn effects(a: EffectsArgs) -> Result<u8, Failure> {
             let rt = runtime(&common)?;
             let n = rt.purge_effects().await?;
             println!("purged {n} finished effect record(s) past the retention period");
+            let n = rt.purge_usage().await?;
+            println!(
+                "purged {n} usage record(s) and idle run roll-up(s) past the retention period"
+            );
             Ok(0)
         }
         None => {

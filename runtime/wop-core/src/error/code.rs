@@ -113,6 +113,10 @@ error_codes! {
     EffectRecordBytesExceeded = "effect_record_bytes_exceeded", shared;
     /// An effect was sent but never answered; it is not re-fired automatically.
     EffectOutcomeUnknown = "effect_outcome_unknown", shared;
+    /// The effect store is full (a bounded in-memory store at its
+    /// capacity): the claim, ledger or record was not written, so nothing
+    /// that needed it ran.
+    EffectStoreFull = "effect_store_full", reserved;
     /// Node-pack tools nested deeper than `effects.maxToolDepth`.
     ToolDepthExceeded = "tool_depth_exceeded", shared;
     /// An upstream service failed or did not answer (retryable).

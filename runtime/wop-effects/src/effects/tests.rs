@@ -41,6 +41,8 @@ async fn purge_pages_through_finished_records() {
         kv.scan_prefix("effect/", usize::MAX).await.unwrap().len(),
         1
     );
+    // The purged records' listing entries went with them.
+    assert_eq!(kv.scan_prefix("run/", usize::MAX).await.unwrap().len(), 1);
 }
 
 #[test]

@@ -4,10 +4,11 @@
 //! Nothing decides anything from an unbudgeted run's usage while it runs:
 //! its roll-ups and records are reports. So when the operator chooses it,
 //! [`Meter::record_with`] only queues them here and returns; a background
-//! flush writes the queue (through the same grouped roll-up writes as a
-//! durable record) at most `window` after the first queued record, or at
-//! once when `max_records` are waiting (that recorder waits for the
-//! write: the queue never grows past its bound). Every read of usage
+//! flush writes the queue (summed per key, then through the same grouped
+//! roll-up writes as a durable record: `batch.rs`) at most `window` after
+//! the first queued record, or at once when `max_records` are waiting
+//! (that recorder waits for the write: the queue never grows past its
+//! bound). Every read of usage
 //! ([`Meter::usage`], [`Meter::run_rollup`], [`Meter::rollup`],
 //! [`Meter::purge`]) and [`Meter::flush`] (drain) write the queue first,
 //! so this process always reads its own records. A crash loses at most
@@ -16,7 +17,6 @@
 //! recorded before the report returns).
 
 use super::{Meter, MeterError};
-use futures_util::StreamExt;
 use std::sync::Mutex;
 use std::time::Duration;
 use wop_core::model::Usage;
@@ -46,9 +46,6 @@ impl UsageCommit {
     };
 }
 
-/// Records a flush writes at a time.
-const FLUSH_CONCURRENCY: usize = 64;
-
 /// The queue (shared by a meter's clones).
 #[derive(Default)]
 pub(super) struct Queue {
@@ -61,10 +58,10 @@ pub(super) struct Queue {
 }
 
 pub(super) struct Queued {
-    usage: Usage,
+    pub(super) usage: Usage,
     /// Breakdown entries cut before queueing.
-    dropped: u64,
-    at_ms: u64,
+    pub(super) dropped: u64,
+    pub(super) at_ms: u64,
 }
 
 impl Queue {
@@ -149,30 +146,7 @@ impl Meter {
         if batch.is_empty() {
             return Ok(());
         }
-        // Concurrently, so that the roll-up writes of one run or pack
-        // group; polled together on this one task rather than a task per
-        // record (1,000 spawns per batch cost more than the writes saved on
-        // the in-memory store: decision 0038), and at most
-        // `FLUSH_CONCURRENCY` at a time: a write's future is kilobytes, and
-        // a full batch polled at once was one multi-megabyte allocation per
-        // flush, mapped and page-faulted afresh each time (issue 31's
-        // faults per call).
-        let mut first = Ok(());
-        let mut next = batch.iter();
-        let mut writing = futures_util::stream::FuturesUnordered::new();
-        loop {
-            while writing.len() < FLUSH_CONCURRENCY {
-                let Some(q) = next.next() else { break };
-                writing.push(self.record_now(&q.usage, q.dropped, q.at_ms));
-            }
-            let Some(r) = writing.next().await else { break };
-            if let Err(e) = r
-                && first.is_ok()
-            {
-                first = Err(e);
-            }
-        }
-        first
+        self.record_batch(&batch).await
     }
 }
 

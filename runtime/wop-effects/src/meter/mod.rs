@@ -38,9 +38,13 @@ use crate::store::{KvStore, StoreError};
 use std::sync::Arc;
 use wop_core::budget::*;
 
+mod batch;
 mod combine;
 mod compact;
+#[cfg(test)]
+mod counting_store;
 mod deferred;
+mod forget;
 mod ledger;
 mod queries;
 mod recording;
@@ -67,6 +71,14 @@ pub enum MeterError {
     Batch(String),
 }
 
+impl MeterError {
+    /// Whether the store refused a write for want of room
+    /// ([`StoreError::Full`]).
+    pub fn is_store_full(&self) -> bool {
+        matches!(self, MeterError::Store(e) if e.is_full())
+    }
+}
+
 /// How many records a pack's roll-up is split over.
 pub const PACK_SHARDS: u64 = 8;
 
@@ -89,7 +101,21 @@ pub struct MeterOptions {
     /// How the usage of a run without a budget is committed. Default
     /// [`UsageCommit::Durable`].
     pub usage_commit: UsageCommit,
+    /// For a store only this process uses and nothing purges (the
+    /// in-memory one): the most usage records and run roll-ups it keeps.
+    /// Past it, runs are forgotten — the least recently recorded of the
+    /// tenant holding the most entries (fair shares between tenants) —
+    /// their roll-up and usage records deleted, never a ledger or an
+    /// effect claim; never less than one full run, never the run being
+    /// recorded. Default `None` (unbounded:
+    /// a durable store's retention is [`Meter::purge`]); the runtime sets
+    /// [`USAGE_ENTRIES_IN_MEMORY`] on its default in-memory store.
+    pub usage_entries: Option<u64>,
 }
+
+/// The bound the runtime puts on its default in-memory store's usage
+/// ([`MeterOptions::usage_entries`]): about 50 MiB of records.
+pub const USAGE_ENTRIES_IN_MEMORY: u64 = 100_000;
 
 impl Default for MeterOptions {
     fn default() -> Self {
@@ -99,6 +125,7 @@ impl Default for MeterOptions {
             tool_ids: 32,
             identifier_bytes: 128,
             usage_commit: UsageCommit::Durable,
+            usage_entries: None,
         }
     }
 }

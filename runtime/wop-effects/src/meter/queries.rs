@@ -62,25 +62,40 @@ impl Meter {
     }
 
     /// Calls `f` with successive pages of the pairs under `prefix`.
-    async fn for_each_page(
+    pub(super) async fn for_each_page(
         &self,
         prefix: &str,
         mut f: impl FnMut(Vec<(String, Vec<u8>)>) -> Result<(), MeterError>,
     ) -> Result<(), MeterError> {
-        const PAGE: usize = 512;
-        let end = prefix_end(prefix);
-        let mut start = prefix.to_owned();
-        loop {
-            let page = self.kv.scan_range(&start, end.as_deref(), PAGE).await?;
-            let full = page.len() == PAGE;
-            if let Some((last, _)) = page.last() {
-                start = format!("{last}\0");
-            }
+        let mut pages = Pages::new(prefix);
+        while let Some(page) = pages.next(self).await? {
             f(page)?;
-            if !full {
-                return Ok(());
+        }
+        Ok(())
+    }
+
+    /// Compare-and-deletes the pairs under `prefix` that `doomed` picks,
+    /// a page at a time: what it holds is one page, whatever the store
+    /// holds. Returns how many it deleted (a pair changed meanwhile stays).
+    async fn purge_pages(
+        &self,
+        prefix: &str,
+        mut doomed: impl FnMut(&str, &[u8]) -> Result<bool, MeterError>,
+    ) -> Result<usize, MeterError> {
+        let mut pages = Pages::new(prefix);
+        let mut n = 0;
+        while let Some(page) = pages.next(self).await? {
+            let mut picked = Vec::new();
+            for (k, v) in page {
+                if doomed(&k, &v)? {
+                    picked.push((k, v));
+                }
+            }
+            if !picked.is_empty() {
+                n += self.kv.remove_unchanged(picked).await?.len();
             }
         }
+        Ok(n)
     }
 
     /// The roll-up record of `tenant`'s run `run`, if it has one.
@@ -195,41 +210,57 @@ impl Meter {
     pub async fn purge(&self, older_than_ms: u64) -> Result<usize, MeterError> {
         // This process's deferred usage first: a reader sees its own.
         self.flush().await?;
-        let mut doomed = Vec::new();
-        self.for_each_page("usage/", |page| {
-            for (k, v) in page {
-                // The last segment starts with the 13-digit time in ms.
-                let at = k
-                    .rsplit('/')
-                    .next()
-                    .and_then(|seg| seg.get(..13))
-                    .and_then(|ms| ms.parse::<u64>().ok());
-                if at.is_some_and(|at| at < older_than_ms) {
-                    doomed.push((k, v));
-                }
-            }
-            Ok(())
-        })
-        .await?;
-        self.for_each_page("rollup/run/", |page| {
-            for (k, v) in page {
-                let r = RunRollup::decode(&v).ok_or_else(|| MeterError::Corrupt(k.clone()))?;
-                if r.last_at_ms < older_than_ms {
-                    doomed.push((k, v));
-                }
-            }
-            Ok(())
-        })
-        .await?;
-        let mut n = 0;
-        for (k, v) in doomed {
-            // Compare-and-delete: a run that recorded meanwhile keeps its
-            // roll-up.
-            if self.kv.compare_and_swap(&k, Some(&v), None).await?.is_ok() {
-                n += 1;
-            }
+        let records = self.purge_pages("usage/", |k, _| {
+            // The last segment starts with the 13-digit time in ms.
+            let at = k
+                .rsplit('/')
+                .next()
+                .and_then(|seg| seg.get(..13))
+                .and_then(|ms| ms.parse::<u64>().ok());
+            Ok(at.is_some_and(|at| at < older_than_ms))
+        });
+        let records = records.await?;
+        // Compare-and-delete: a run that recorded meanwhile keeps its
+        // roll-up.
+        let rollups = self.purge_pages("rollup/run/", |k, v| {
+            let r = RunRollup::decode(v).ok_or_else(|| MeterError::Corrupt(k.to_owned()))?;
+            Ok(r.last_at_ms < older_than_ms)
+        });
+        Ok(records + rollups.await?)
+    }
+}
+
+/// Successive pages of the pairs under a prefix, by key.
+struct Pages {
+    start: String,
+    end: Option<String>,
+    done: bool,
+}
+
+impl Pages {
+    const PAGE: usize = 512;
+
+    fn new(prefix: &str) -> Self {
+        Pages {
+            start: prefix.to_owned(),
+            end: prefix_end(prefix),
+            done: false,
         }
-        Ok(n)
+    }
+
+    /// The next page (`None`: there is no more).
+    async fn next(&mut self, m: &Meter) -> Result<Option<Vec<(String, Vec<u8>)>>, MeterError> {
+        if self.done {
+            return Ok(None);
+        }
+        let page =
+            m.kv.scan_range(&self.start, self.end.as_deref(), Self::PAGE)
+                .await?;
+        self.done = page.len() < Self::PAGE;
+        if let Some((last, _)) = page.last() {
+            self.start = format!("{last}\0");
+        }
+        Ok(Some(page))
     }
 }
 

@@ -19,6 +19,28 @@ fn process_id() -> u32 {
     *PID.get_or_init(std::process::id)
 }
 
+/// The key of this process's shard of the pack roll-up of `label`
+/// (`pack@version`).
+pub(super) fn pack_key(label: &str) -> String {
+    format!(
+        "rollup/pack/{}/{}",
+        keys::part(label),
+        u64::from(process_id()) % PACK_SHARDS
+    )
+}
+
+/// A new usage record's key: the run's usage prefix, then when it was
+/// recorded, this process and a sequence number (unique in the process).
+pub(super) fn record_key(tenant: &str, run: &str, now: u64) -> String {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!(
+        "{}{now:013}-{}-{seq}",
+        keys::usage_prefix(tenant, Some(run)),
+        process_id(),
+    )
+}
+
 /// Rounds of a roll-up compare-and-swap before giving up (each lost round
 /// means another recorder's update went in).
 const MAX_ROLLUP_ROUNDS: usize = 4096;
@@ -99,8 +121,6 @@ impl Meter {
         now: u64,
     ) -> Result<(), MeterError> {
         let (tenant, run) = (usage.tenant_id.as_str(), usage.run_id.as_str());
-        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let label = pack_label(usage);
         let mut delta = Rollup {
             currency: self.prices.currency.clone(),
@@ -111,62 +131,102 @@ impl Meter {
         // is kept) and this process's shard of the pack's roll-up, written
         // together; each grouped with concurrent recorders of the same key.
         let run_key = keys::run_rollup(tenant, run);
-        let pack_key = format!(
-            "rollup/pack/{}/{}",
-            keys::part(&label),
-            u64::from(process_id()) % PACK_SHARDS
-        );
-        let run_write = self.rollups.run.submit(
+        let pack_key = pack_key(&label);
+        let run_write = self.submit_run(
             &run_key,
+            (tenant, run),
             RunDelta {
-                label: label.clone(),
+                label,
                 rollup: delta.clone(),
                 at_ms: now,
             },
-            |batch| {
-                let (kv, rollups) = (self.kv.clone(), self.rollups.clone());
-                let key = run_key.clone();
-                let ids = (tenant.to_owned(), run.to_owned());
-                let cap = self.options.usage_records_per_run;
-                async move { write_run(kv, &rollups.run_last, &key, ids, cap, batch).await }
-            },
         );
-        let pack_write = self.rollups.pack.submit(&pack_key, delta, |batch| {
-            let (kv, rollups, key) = (self.kv.clone(), self.rollups.clone(), pack_key.clone());
-            let (pack, version) = (usage.pack.clone(), usage.pack_version.clone());
-            async move { write_pack(kv, &rollups.pack_last, &key, pack, version, batch).await }
-        });
+        let pack_write = self.submit_pack(&pack_key, usage, delta);
         // The invocation's own record is written alongside the roll-ups, so
         // that one flush makes all three durable (the store's group commit):
         // written after them, it waited for a flush of its own. Whether it
         // is kept is known once the run's roll-up is written: a run this
         // process last wrote at its cap skips it, and a record written past
         // the cap (other processes' invocations reached it first) is
-        // removed again. All three run to completion (`join!`, not
-        // `try_join!`): none is abandoned half-way when another fails.
-        let record_key = format!(
-            "{}{now:013}-{}-{seq}",
-            keys::usage_prefix(tenant, Some(run)),
-            process_id(),
-        );
-        let write_record = !self
-            .rollups
-            .run_last
-            .at_cap(&run_key, self.options.usage_records_per_run);
+        // removed again (and one kept that was skipped, written after).
+        // All three run to completion (`join!`, not `try_join!`): none is
+        // abandoned half-way when another fails.
+        let write_record = self.records_left(&run_key) > 0;
+        let written_key = write_record.then(|| record_key(tenant, run, now));
         let record_write = async {
-            if write_record {
+            if let Some(key) = &written_key {
                 self.kv
-                    .put(&record_key, self.bounded(usage, dropped).encode())
+                    .put(key, self.bounded(usage, dropped).encode())
                     .await?;
             }
             Ok::<(), MeterError>(())
         };
-        let (keep, pack, record) = tokio::join!(run_write, pack_write, record_write);
-        let (keep, (), ()) = (keep?, pack?, record?);
-        if write_record && !keep {
-            self.kv.remove(&record_key).await?;
+        let (kept, pack, record) = tokio::join!(run_write, pack_write, record_write);
+        let (kept, (), ()) = (kept?, pack?, record?);
+        match written_key {
+            Some(key) if kept == 0 => self.kv.remove(&key).await?,
+            // Kept though this process thought the run full: its run
+            // roll-up was purged since this process last wrote it.
+            None if kept > 0 => {
+                let key = record_key(tenant, run, now);
+                self.kv
+                    .put(&key, self.bounded(usage, dropped).encode())
+                    .await?;
+            }
+            _ => {}
         }
-        Ok(())
+        self.note_stored(&run_key, kept.min(1)).await
+    }
+
+    /// Adds `delta` to the run roll-up `run_key` (of `ids`: tenant, run),
+    /// grouped with this process's concurrent writers of the same key;
+    /// returns how many of the delta's invocations keep their usage
+    /// record (the first of them, up to the run's cap).
+    pub(super) async fn submit_run(
+        &self,
+        run_key: &str,
+        (tenant, run): (&str, &str),
+        delta: RunDelta,
+    ) -> Result<u64, MeterError> {
+        self.rollups
+            .run
+            .submit(run_key, delta, |batch| {
+                let (kv, rollups) = (self.kv.clone(), self.rollups.clone());
+                let key = run_key.to_owned();
+                let ids = (tenant.to_owned(), run.to_owned());
+                let cap = self.options.usage_records_per_run;
+                async move { write_run(kv, &rollups.run_last, &key, ids, cap, batch).await }
+            })
+            .await
+    }
+
+    /// Adds `delta` to this process's shard `pack_key` of the pack
+    /// roll-up of `of`'s pack and version, grouped like
+    /// [`submit_run`](Self::submit_run).
+    pub(super) async fn submit_pack(
+        &self,
+        pack_key: &str,
+        of: &Usage,
+        delta: Rollup,
+    ) -> Result<(), MeterError> {
+        self.rollups
+            .pack
+            .submit(pack_key, delta, |batch| {
+                let (kv, rollups, key) =
+                    (self.kv.clone(), self.rollups.clone(), pack_key.to_owned());
+                let (pack, version) = (of.pack.clone(), of.pack_version.clone());
+                async move { write_pack(kv, &rollups.pack_last, &key, pack, version, batch).await }
+            })
+            .await
+    }
+
+    /// At most how many more usage records the run roll-up `run_key` can
+    /// keep, as far as this process knows: the cap less what it last
+    /// wrote there (counts only grow, so the truth is never more).
+    pub(super) fn records_left(&self, run_key: &str) -> u64 {
+        self.rollups
+            .run_last
+            .records_left(run_key, self.options.usage_records_per_run)
     }
 
     /// The copy of `u` that is stored: identifiers cut, breakdown and
@@ -235,14 +295,18 @@ impl Meter {
 /// process last wrote to each.
 #[derive(Default)]
 pub(super) struct Rollups {
-    /// `rollup/run/<run>`: output = keep this invocation's usage record.
-    run: Combiner<RunDelta, bool>,
+    /// `rollup/run/<run>`: output = how many of the delta's invocations
+    /// keep their usage record.
+    run: Combiner<RunDelta, u64>,
     /// `rollup/pack/<pack@version>/<shard>`.
     pack: Combiner<Rollup, ()>,
     /// The run roll-ups this process wrote last (see [`LastWritten`]).
-    run_last: LastWritten<RunRollup>,
+    pub(super) run_last: LastWritten<RunRollup>,
     /// The pack roll-up shards this process wrote last.
     pack_last: LastWritten<PackShard>,
+    /// The runs this process stored usage for, when their entries are
+    /// bounded (`forget.rs`).
+    pub(super) recent: super::forget::Recent,
 }
 
 /// Keys this process wrote last, with the bytes it wrote and their
@@ -260,15 +324,16 @@ impl<T> Default for LastWritten<T> {
 }
 
 impl LastWritten<RunRollup> {
-    /// Whether this process last wrote the run roll-up `key` with `cap` or
-    /// more invocations: the run's next invocation is then surely past the
-    /// cap (counts only grow), so its usage record is not kept.
-    fn at_cap(&self, key: &str, cap: u64) -> bool {
+    /// `cap` less the invocations this process last wrote to the run
+    /// roll-up `key` (`cap` when it has not written it): the run's next
+    /// invocations past that many are surely past the cap (counts only
+    /// grow), so their usage records are not kept.
+    fn records_left(&self, key: &str, cap: u64) -> u64 {
         self.0
             .lock()
             .ok()
-            .and_then(|m| m.get(key).map(|(_, r)| r.invocations() >= cap))
-            .unwrap_or(false)
+            .and_then(|m| m.get(key).map(|(_, r)| cap.saturating_sub(r.invocations())))
+            .unwrap_or(cap)
     }
 }
 
@@ -278,6 +343,11 @@ const LAST_WRITTEN_KEYS: usize = 1024;
 impl<T> LastWritten<T> {
     fn take(&self, key: &str) -> Option<(Vec<u8>, T)> {
         self.0.lock().ok()?.remove(key)
+    }
+
+    /// Drops what this process knew of `key` (its record was deleted).
+    pub(super) fn forget(&self, key: &str) {
+        drop(self.take(key));
     }
 
     fn put(&self, key: &str, bytes: Vec<u8>, value: T) {
@@ -290,15 +360,19 @@ impl<T> LastWritten<T> {
     }
 }
 
-/// One invocation's contribution to its run's roll-up.
+/// Invocations of one pack's contribution to their run's roll-up (one
+/// invocation's on the durable path, a flushed batch's on the deferred
+/// one: `rollup.invocations` of them).
 pub(super) struct RunDelta {
-    label: String,
-    rollup: Rollup,
-    at_ms: u64,
+    pub(super) label: String,
+    pub(super) rollup: Rollup,
+    /// When the last of them was recorded.
+    pub(super) at_ms: u64,
 }
 
-/// Folds `batch` (in order) into the run's roll-up; for each delta, whether
-/// its usage record is kept (the run's first `cap` invocations are).
+/// Folds `batch` (in order) into the run's roll-up; for each delta, how
+/// many of its invocations keep their usage record (the run's first `cap`
+/// invocations do).
 async fn write_run(
     kv: Arc<dyn KvStore>,
     last: &LastWritten<RunRollup>,
@@ -306,7 +380,7 @@ async fn write_run(
     (tenant, run): (String, String),
     cap: u64,
     batch: Vec<RunDelta>,
-) -> Result<Vec<bool>, MeterError> {
+) -> Result<Vec<u64>, MeterError> {
     let mut keep = Vec::with_capacity(batch.len());
     cas_update::<RunRollup>(&*kv, last, key, |r| {
         let mut r = r.unwrap_or_else(|| RunRollup {
@@ -316,12 +390,15 @@ async fn write_run(
         });
         keep.clear();
         for d in &batch {
+            let before = r.invocations();
             add_rollup(r.by_pack.entry(d.label.clone()).or_default(), &d.rollup);
-            if r.records_kept < cap {
-                r.records_kept += 1;
-            }
+            let n = d.rollup.invocations;
+            r.records_kept = r
+                .records_kept
+                .saturating_add(n)
+                .min(cap.max(r.records_kept));
             r.last_at_ms = r.last_at_ms.max(d.at_ms);
-            keep.push(r.invocations() <= cap);
+            keep.push(n.min(cap.saturating_sub(before)));
         }
         r
     })
@@ -354,7 +431,12 @@ async fn write_pack(
 }
 
 /// Read-modify-write of one JSON record with compare-and-swap, starting
-/// from what this process wrote last when it has it (`last`).
+/// from what this process wrote last when it has it (`last`). Otherwise,
+/// on a store whose failed swap reads for free
+/// ([`KvStore::failed_swap_reads_free`]), from no record at all: a key
+/// this process has not written is usually new (a run's first
+/// invocation, in `wop serve` every request's run), and when it is not,
+/// the failed swap returns what is stored, as the read would have.
 async fn cas_update<T: Record>(
     kv: &dyn KvStore,
     last: &LastWritten<T>,
@@ -363,6 +445,7 @@ async fn cas_update<T: Record>(
 ) -> Result<(), MeterError> {
     let (mut cur, mut known) = match last.take(key) {
         Some((bytes, value)) => (Some(bytes), Some(value)),
+        None if kv.failed_swap_reads_free() => (None, None),
         None => (kv.get(key).await?, None),
     };
     for _ in 0..MAX_ROLLUP_ROUNDS {

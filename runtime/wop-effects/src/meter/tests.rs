@@ -4,7 +4,7 @@ use crate::store::{MemoryStore, SledStore};
 use std::collections::BTreeMap;
 use wop_core::model::{HostCallRecord, Usage};
 
-fn usage(run: &str, pack: &str, i: u64) -> Usage {
+pub(super) fn usage(run: &str, pack: &str, i: u64) -> Usage {
     Usage {
         pack: pack.into(),
         pack_version: "1.0.0".into(),
@@ -36,7 +36,7 @@ fn usage(run: &str, pack: &str, i: u64) -> Usage {
 }
 
 /// The roll-ups as the old meter computed them: over every record.
-fn reference(
+pub(super) fn reference(
     all: &[Usage],
     run: Option<&str>,
     pack: Option<&str>,
@@ -709,4 +709,29 @@ fn a_stored_record_cuts_what_is_over_its_bounds_and_nothing_else() {
             .all(|k| k.len() <= o.identifier_bytes)
     );
     assert_eq!(meter.bounded(&within, 0).usage.run_id, "run");
+}
+
+/// Retention holds one page at a time: with 1,300 old records (three
+/// pages), the first delete comes right after the first page is read. It
+/// used to read every page first, holding every old record (key and
+/// value) in memory at once: on a store that never ran retention, all of
+/// its history.
+#[tokio::test]
+async fn retention_deletes_a_page_at_a_time() {
+    use super::counting_store::Counting;
+    use std::sync::atomic::Ordering;
+    let kv = Arc::new(Counting::default());
+    for i in 0..1300u64 {
+        let key = format!("usage/t/r{}/{:013}-1-{i}", i % 7, 1_000 + i);
+        kv.put(&key, b"{}".to_vec()).await.unwrap();
+    }
+    kv.put("usage/t/new/9999999999999-1-0", b"{}".to_vec())
+        .await
+        .unwrap();
+    let store: Arc<dyn KvStore> = kv.clone();
+    let meter = Meter::with_options(store, Prices::default(), MeterOptions::default());
+    assert_eq!(meter.purge(1_000_000).await.unwrap(), 1300);
+    assert_eq!(kv.scans_before_first_delete.load(Ordering::Relaxed), 1);
+    let left = kv.scan_prefix("usage/", usize::MAX).await.unwrap();
+    assert_eq!(left.len(), 1, "the newer record stays");
 }

@@ -66,6 +66,8 @@ pub async fn run_all(store: Arc<dyn KvStore>) {
     cas_race_single_winner(store.clone(), true).await;
     put_then_insert_many_at_once(store.clone()).await;
     cas_increment_race_loses_nothing(store.clone()).await;
+    remove_unchanged_deletes_only_what_is_unchanged(&*store).await;
+    remove_unchanged_races_delete_each_key_once(store.clone()).await;
 }
 
 async fn cas_insert_if_absent_wins_once(store: &dyn KvStore) {
@@ -504,4 +506,70 @@ async fn cas_increment_race_loses_nothing(store: Arc<dyn KvStore>) {
         TASKS * PER_TASK,
         "no increment may be lost"
     );
+}
+
+async fn remove_unchanged_deletes_only_what_is_unchanged(store: &dyn KvStore) {
+    for (k, v) in [("conf/ru/a", "1"), ("conf/ru/b", "2"), ("conf/ru/c", "3")] {
+        store.put(k, v.as_bytes().to_vec()).await.unwrap();
+    }
+    let pairs = |p: &[(&str, &str)]| -> Vec<(String, Vec<u8>)> {
+        p.iter()
+            .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+            .collect()
+    };
+    let mut gone = store
+        .remove_unchanged(pairs(&[
+            ("conf/ru/a", "1"),
+            ("conf/ru/b", "changed"),
+            ("conf/ru/absent", "x"),
+        ]))
+        .await
+        .unwrap();
+    gone.sort();
+    assert_eq!(gone, vec!["conf/ru/a".to_owned()]);
+    assert_eq!(store.get("conf/ru/a").await.unwrap(), None);
+    assert_eq!(store.get("conf/ru/b").await.unwrap(), Some(b"2".to_vec()));
+    assert_eq!(store.get("conf/ru/c").await.unwrap(), Some(b"3".to_vec()));
+    assert!(store.remove_unchanged(Vec::new()).await.unwrap().is_empty());
+    let gone = store
+        .remove_unchanged(pairs(&[("conf/ru/b", "2"), ("conf/ru/c", "3")]))
+        .await
+        .unwrap();
+    assert_eq!(gone.len(), 2);
+}
+
+/// Executors purging the same page at once, in opposite orders: no
+/// error (on PostgreSQL: no deadlock), and every key deleted exactly
+/// once across them.
+async fn remove_unchanged_races_delete_each_key_once(store: Arc<dyn KvStore>) {
+    const KEYS: usize = 200;
+    for round in 0..5 {
+        let mut pairs = Vec::new();
+        for i in 0..KEYS {
+            let k = format!("conf/rur/{round}/{i:03}");
+            store.put(&k, b"v".to_vec()).await.unwrap();
+            pairs.push((k, b"v".to_vec()));
+        }
+        let mut reversed = pairs.clone();
+        reversed.reverse();
+        let barrier = Arc::new(tokio::sync::Barrier::new(4));
+        let mut tasks = Vec::new();
+        for p in [pairs.clone(), reversed.clone(), pairs, reversed] {
+            let (store, barrier) = (store.clone(), barrier.clone());
+            tasks.push(tokio::spawn(async move {
+                barrier.wait().await;
+                store.remove_unchanged(p).await.unwrap().len()
+            }));
+        }
+        let mut total = 0;
+        for t in tasks {
+            total += t.await.unwrap();
+        }
+        assert_eq!(total, KEYS, "round {round}");
+        let left = store
+            .scan_prefix(&format!("conf/rur/{round}/"), usize::MAX)
+            .await
+            .unwrap();
+        assert!(left.is_empty());
+    }
 }

@@ -15,6 +15,17 @@ pub enum StoreError {
     /// The store cannot be used right now (e.g. locked by another process).
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// The store holds its capacity (a bounded in-memory store): nothing
+    /// was written.
+    #[error("store full: {0}")]
+    Full(String),
+}
+
+impl StoreError {
+    /// Whether the store refused the write for want of room.
+    pub fn is_full(&self) -> bool {
+        matches!(self, StoreError::Full(_))
+    }
 }
 
 /// The result of [`KvStore::compare_and_swap`]: `Ok(())` if the swap
@@ -63,6 +74,25 @@ pub trait KvStore: Send + Sync {
         limit: usize,
     ) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
 
+    /// Compare-and-deletes each `(key, expected)` pair: a key is deleted
+    /// only if it still holds `expected` (as `compare_and_swap(key,
+    /// Some(expected), None)`). Returns the keys deleted, in no particular
+    /// order. For retention, a page at a time. The default makes one call
+    /// per pair; a backend that can do many in one round trip
+    /// (PostgreSQL: one statement) overrides it.
+    async fn remove_unchanged(
+        &self,
+        pairs: Vec<(String, Vec<u8>)>,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut gone = Vec::new();
+        for (k, v) in pairs {
+            if self.compare_and_swap(&k, Some(&v), None).await?.is_ok() {
+                gone.push(k);
+            }
+        }
+        Ok(gone)
+    }
+
     /// Durably writes `marker` = `marker_value` (unconditionally, as
     /// [`put`](Self::put)), then inserts `key` = `value` if `key` is absent
     /// (as `compare_and_swap(key, None, Some(value))`): `Ok(Ok(()))` if it
@@ -82,6 +112,19 @@ pub trait KvStore: Send + Sync {
     ) -> Result<CasResult, StoreError> {
         self.put(marker, marker_value).await?;
         self.compare_and_swap(key, None, Some(value)).await
+    }
+
+    /// Whether a failed [`compare_and_swap`](Self::compare_and_swap) costs
+    /// no more than a [`get`](Self::get) of the key (a local store: the
+    /// failed swap has read the current value anyway). Then a writer that
+    /// expects a key to be absent swaps first instead of reading first:
+    /// one operation when it is absent, two when it is not, as before.
+    /// PostgreSQL's compare-and-swap statement answers with the value it
+    /// found, so it says `true` too. A networked store whose failed swap
+    /// needs a second round trip to report the current value keeps the
+    /// default, `false`.
+    fn failed_swap_reads_free(&self) -> bool {
+        false
     }
 
     /// A short name for messages (`"memory"`, `"sled"`, `"postgres"`).

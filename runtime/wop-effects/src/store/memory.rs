@@ -1,25 +1,172 @@
 //! An in-memory [`KvStore`]: nothing survives the process.
+//!
+//! Optionally bounded in bytes ([`MemoryStore::with_capacity`]): the
+//! store is process memory, and what a client can make it hold (recorded
+//! responses of idempotent invocations, effect records, usage) must not
+//! be able to exhaust the process (decision 0046).
 
 use super::{CasResult, KvStore, StoreError};
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::sync::{Mutex, MutexGuard};
+
+/// What one entry costs beyond its key and value bytes: the map's node
+/// share and the two heap headers, roughly.
+const ENTRY_OVERHEAD: u64 = 64;
+
+/// The capacity the runtime's default in-memory store and `wop serve
+/// --memory-store` get (1 GiB; `memoryStoreBytes` in `serve.toml`).
+pub const MEMORY_STORE_BYTES: u64 = 1 << 30;
 
 /// An in-memory [`KvStore`] backed by a `BTreeMap`. Not durable.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    map: Mutex<BTreeMap<String, Vec<u8>>>,
+    inner: Mutex<Inner>,
+    /// The most bytes of new entries it takes (`None`: unbounded).
+    capacity: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    map: BTreeMap<String, Vec<u8>>,
+    /// Σ over entries of key + value + [`ENTRY_OVERHEAD`].
+    bytes: u64,
+}
+
+fn entry_bytes(key: &str, value: &[u8]) -> u64 {
+    (key.len() + value.len()) as u64 + ENTRY_OVERHEAD
 }
 
 impl MemoryStore {
-    /// An empty store.
+    /// An empty, unbounded store.
     pub fn new() -> Self {
         Self::default()
     }
 
-    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Vec<u8>>> {
+    /// An empty store that holds at most about `bytes` (keys, values and
+    /// a fixed overhead per entry). A write of a **new** key that would
+    /// take it past `bytes` fails with [`StoreError::Full`] and changes
+    /// nothing: a claim is refused before its effect fires. A write that
+    /// replaces an existing key's value (settling a claim: recording the
+    /// outcome of an effect that already fired) may use a further eighth
+    /// of `bytes`, so what was claimed can still be recorded; past that it
+    /// fails too. Removing always succeeds and frees its bytes.
+    pub fn with_capacity(bytes: u64) -> Self {
+        MemoryStore {
+            inner: Mutex::default(),
+            capacity: Some(bytes),
+        }
+    }
+
+    /// The capacity given to [`with_capacity`](Self::with_capacity).
+    pub fn capacity(&self) -> Option<u64> {
+        self.capacity
+    }
+
+    /// The bytes its entries take now (as the capacity counts them).
+    pub fn bytes(&self) -> u64 {
+        self.lock().bytes
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
         // Every operation leaves the map consistent, so a poisoned lock (a
         // panic elsewhere while holding it) is safe to recover.
-        self.map.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether writing `value` at `key` (whose current value is `current`)
+    /// into a store holding `held` bytes fits; the error says what to do
+    /// when not.
+    fn admit(
+        &self,
+        held: u64,
+        key: &str,
+        current: Option<&[u8]>,
+        value: &[u8],
+    ) -> Result<(), StoreError> {
+        let Some(cap) = self.capacity else {
+            return Ok(());
+        };
+        let old = current.map_or(0, |c| entry_bytes(key, c));
+        let after = held - old + entry_bytes(key, value);
+        if after <= held {
+            return Ok(());
+        }
+        let limit = match current {
+            None => cap,
+            Some(_) => cap.saturating_add(cap / 8),
+        };
+        if after <= limit {
+            return Ok(());
+        }
+        Err(StoreError::Full(format!(
+            "the in-memory store holds {held} of its {cap} bytes and this write needs {} more; \
+             nothing was written. Use a durable store (`wop serve --store`), raise the \
+             capacity (`memoryStoreBytes` in serve.toml), or purge old records",
+            after - held
+        )))
+    }
+
+    /// Writes `new` at `key` (`None`: removes it) if its current value is
+    /// `expected` (`Check::Any`: whatever it is). One descent of the map:
+    /// the key is allocated once, up front, as a new entry needs it.
+    fn write(
+        &self,
+        key: &str,
+        expected: Check<'_>,
+        new: Option<Vec<u8>>,
+    ) -> Result<CasResult, StoreError> {
+        let mut inner = self.lock();
+        let Inner { map, bytes } = &mut *inner;
+        match map.entry(key.to_owned()) {
+            Entry::Vacant(slot) => {
+                if let Check::Is(Some(_)) = expected {
+                    return Ok(Err(None));
+                }
+                if let Some(v) = new {
+                    self.admit(*bytes, key, None, &v)?;
+                    *bytes += entry_bytes(key, &v);
+                    slot.insert(v);
+                }
+            }
+            Entry::Occupied(mut slot) => {
+                if let Check::Is(e) = expected
+                    && e != Some(slot.get().as_slice())
+                {
+                    return Ok(Err(Some(slot.get().clone())));
+                }
+                match new {
+                    Some(v) => {
+                        self.admit(*bytes, key, Some(slot.get()), &v)?;
+                        *bytes += entry_bytes(key, &v);
+                        let old = slot.insert(v);
+                        *bytes -= entry_bytes(key, &old);
+                    }
+                    None => {
+                        let old = slot.remove();
+                        *bytes -= entry_bytes(key, &old);
+                    }
+                }
+            }
+        }
+        Ok(Ok(()))
+    }
+}
+
+/// What a write expects to find.
+#[derive(Clone, Copy)]
+enum Check<'a> {
+    /// Anything (a plain put).
+    Any,
+    /// This value (`None`: absent).
+    Is(Option<&'a [u8]>),
+}
+
+impl Inner {
+    fn remove(&mut self, key: &str) {
+        if let Some(old) = self.map.remove(key) {
+            self.bytes -= entry_bytes(key, &old);
+        }
     }
 }
 
@@ -31,29 +178,15 @@ impl KvStore for MemoryStore {
         expected: Option<&[u8]>,
         new: Option<Vec<u8>>,
     ) -> Result<CasResult, StoreError> {
-        let mut map = self.lock();
-        let current = map.get(key);
-        if current.map(Vec::as_slice) != expected {
-            return Ok(Err(current.cloned()));
-        }
-        match new {
-            Some(v) => {
-                map.insert(key.to_owned(), v);
-            }
-            None => {
-                map.remove(key);
-            }
-        }
-        Ok(Ok(()))
+        self.write(key, Check::Is(expected), new)
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.lock().get(key).cloned())
+        Ok(self.lock().map.get(key).cloned())
     }
 
     async fn put(&self, key: &str, value: Vec<u8>) -> Result<(), StoreError> {
-        self.lock().insert(key.to_owned(), value);
-        Ok(())
+        self.write(key, Check::Any, Some(value)).map(|_| ())
     }
 
     async fn remove(&self, key: &str) -> Result<(), StoreError> {
@@ -66,8 +199,9 @@ impl KvStore for MemoryStore {
         prefix: &str,
         limit: usize,
     ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        let map = self.lock();
-        Ok(map
+        let inner = self.lock();
+        Ok(inner
+            .map
             .range::<str, _>((
                 std::ops::Bound::Included(prefix),
                 std::ops::Bound::Unbounded,
@@ -84,20 +218,28 @@ impl KvStore for MemoryStore {
         end: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        let map = self.lock();
+        let inner = self.lock();
         let upper = match end {
             Some(e) if e <= start => return Ok(Vec::new()),
             Some(e) => std::ops::Bound::Excluded(e),
             None => std::ops::Bound::Unbounded,
         };
-        Ok(map
+        Ok(inner
+            .map
             .range::<str, _>((std::ops::Bound::Included(start), upper))
             .take(limit)
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect())
     }
 
+    fn failed_swap_reads_free(&self) -> bool {
+        true
+    }
+
     fn backend(&self) -> &'static str {
         "memory"
     }
 }
+
+#[cfg(test)]
+mod tests;

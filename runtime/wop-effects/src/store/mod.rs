@@ -22,7 +22,7 @@ mod sled;
 
 pub use self::sled::{SLED_CACHE_BYTES, SledOptions, SledStore};
 pub use kv::{CasResult, KvStore, StoreError};
-pub use memory::MemoryStore;
+pub use memory::{MEMORY_STORE_BYTES, MemoryStore};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
 
@@ -104,6 +104,14 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn memory_conformance() {
         conformance::run_all(Arc::new(MemoryStore::new())).await;
+    }
+
+    /// A bounded in-memory store behaves the same while it has room.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn bounded_memory_conformance() {
+        let store = Arc::new(MemoryStore::with_capacity(1 << 30));
+        conformance::run_all(store.clone()).await;
+        assert!(store.bytes() > 0);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -14,10 +14,12 @@
 //!
 //! ## Atomicity and durability
 //!
-//! Every operation is one auto-committed statement (the client loops only
-//! to report a conflicting value): insert-if-absent is `INSERT … ON
-//! CONFLICT DO NOTHING`, compare-and-set is `UPDATE … WHERE key = $1 AND
-//! value = $old` (or `DELETE … WHERE value = $old`). Under PostgreSQL's
+//! Every operation is one auto-committed statement (the client runs it
+//! again only when a racing writer committed after its snapshot):
+//! insert-if-absent is `INSERT … ON CONFLICT DO NOTHING`, compare-and-set
+//! is `UPDATE … WHERE key = $1 AND value = $old` (or `DELETE … WHERE value
+//! = $old`), each answering with the value the key held before it, so a
+//! failed swap reports the current value in the same round trip. Under PostgreSQL's
 //! default `READ COMMITTED`, a concurrent writer's row is re-checked after
 //! it commits, so at most one compare-and-swap from the same expected value
 //! wins. A statement returns after its commit, which with the server's
@@ -48,7 +50,10 @@ use tokio_postgres::NoTls;
 
 mod batch;
 mod schema;
+mod sql;
 mod url_policy;
+
+use sql::Sql;
 
 pub use schema::SCHEMA_VERSION;
 use schema::migrate;
@@ -103,75 +108,6 @@ impl std::fmt::Debug for PostgresStore {
             .field("url", &self.db.display)
             .field("qualifier", &self.qualifier)
             .finish_non_exhaustive()
-    }
-}
-
-/// The statements, with the table name filled in.
-struct Sql {
-    get: String,
-    put: String,
-    remove: String,
-    insert_if_absent: String,
-    update_if: String,
-    delete_if: String,
-    scan_range: String,
-    scan_from: String,
-    put_then_insert: String,
-    put_then_insert_batch: String,
-}
-
-impl Sql {
-    fn new(q: &str) -> Self {
-        let t = format!("{q}wop_kv");
-        Sql {
-            get: format!("SELECT value FROM {t} WHERE key = $1"),
-            put: format!(
-                "INSERT INTO {t} (key, value) VALUES ($1, $2) \
-                 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
-            ),
-            remove: format!("DELETE FROM {t} WHERE key = $1"),
-            insert_if_absent: format!(
-                "INSERT INTO {t} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING"
-            ),
-            update_if: format!("UPDATE {t} SET value = $3 WHERE key = $1 AND value = $2"),
-            delete_if: format!("DELETE FROM {t} WHERE key = $1 AND value = $2"),
-            scan_range: format!(
-                "SELECT key, value FROM {t} WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3"
-            ),
-            scan_from: format!("SELECT key, value FROM {t} WHERE key >= $1 ORDER BY key LIMIT $2"),
-            // One statement, one round trip, one commit: the marker upsert
-            // and the insert-if-absent. The final SELECT reads the
-            // statement's snapshot, i.e. the value `$3` held before it (a
-            // row committed by a racing writer after the snapshot is not
-            // seen: then `inserted` is 0 and `current` NULL, and the client
-            // reads again).
-            put_then_insert: format!(
-                "WITH marker AS (INSERT INTO {t} (key, value) VALUES ($1, $2) \
-                 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value), \
-                 ins AS (INSERT INTO {t} (key, value) VALUES ($3, $4) \
-                 ON CONFLICT (key) DO NOTHING RETURNING 1) \
-                 SELECT (SELECT count(*) FROM ins) AS inserted, \
-                 (SELECT value FROM {t} WHERE key = $3) AS current"
-            ),
-            // The same for many requests (markers and keys all distinct):
-            // one row per request, in order, with whether its insert won
-            // and otherwise the value its key held before the statement.
-            // Rows are written in key order: batches in flight at once may
-            // share keys (a claim and its duplicate), and two statements
-            // taking the same row locks in different orders deadlock
-            // (40P01, seen on a fresh database by the conformance suite).
-            put_then_insert_batch: format!(
-                "WITH input AS (SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::bytea[], \
-                 $4::bytea[]) WITH ORDINALITY AS i(mk, mv, k, v, n)), \
-                 marker AS (INSERT INTO {t} (key, value) SELECT mk, mv FROM input ORDER BY mk \
-                 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value), \
-                 ins AS (INSERT INTO {t} (key, value) SELECT k, v FROM input ORDER BY k \
-                 ON CONFLICT (key) DO NOTHING RETURNING key) \
-                 SELECT input.n, ins.key IS NOT NULL AS inserted, cur.value \
-                 FROM input LEFT JOIN ins ON ins.key = input.k \
-                 LEFT JOIN {t} cur ON cur.key = input.k ORDER BY input.n"
-            ),
-        }
     }
 }
 
@@ -423,20 +359,23 @@ impl KvStore for PostgresStore {
             .await
             .map_err(self.db.err("prepare"))?;
         for _ in 0..MAX_CAS_TURNS {
-            let changed = match (&expected, &new) {
-                (None, Some(v)) => client.execute(&st, &[&k, v]).await,
-                (Some(old), Some(v)) => client.execute(&st, &[&k, old, v]).await,
-                (Some(old), None) => client.execute(&st, &[&k, old]).await,
-                (None, None) => Ok(0),
+            let row = match (&expected, &new) {
+                (None, Some(v)) => client.query_one(&st, &[&k, v]).await,
+                (Some(old), Some(v)) => client.query_one(&st, &[&k, old, v]).await,
+                (Some(old), None) => client.query_one(&st, &[&k, old]).await,
+                // Answered before the loop.
+                (None, None) => return Ok(Ok(())),
             }
             .map_err(self.db.err(what))?;
+            let changed: i64 = row.try_get(0).map_err(self.db.err(what))?;
             if changed == 1 {
                 return Ok(Ok(()));
             }
-            // Lost: report the value that beat us. If it has meanwhile
-            // become what we expected (deleted again, or changed back), our
-            // statement would now succeed: try it again.
-            let current = self.db.current(&client, k).await?;
+            // Lost: report the value that beat us, as the statement saw
+            // it. If that is what we expected, the winner committed after
+            // the statement's snapshot (or the key has meanwhile become
+            // what we expected again): run the statement again.
+            let current: Option<Vec<u8>> = row.try_get(1).map_err(self.db.err(what))?;
             if current.as_deref() != expected {
                 return Ok(Err(current));
             }
@@ -476,6 +415,33 @@ impl KvStore for PostgresStore {
                 self.db.display
             )))
         })
+    }
+
+    async fn remove_unchanged(
+        &self,
+        pairs: Vec<(String, Vec<u8>)>,
+    ) -> Result<Vec<String>, StoreError> {
+        if pairs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (keys, values): (Vec<Vec<u8>>, Vec<Vec<u8>>) =
+            pairs.into_iter().map(|(k, v)| (k.into_bytes(), v)).unzip();
+        let client = self.db.client().await?;
+        let st = client
+            .prepare_cached(&self.db.sql.remove_unchanged)
+            .await
+            .map_err(self.db.err("prepare"))?;
+        let rows = client
+            .query(&st, &[&keys, &values])
+            .await
+            .map_err(self.db.err("remove-unchanged"))?;
+        rows.iter()
+            .map(|r| {
+                let k: Vec<u8> = r.try_get(0).map_err(self.db.err("remove-unchanged"))?;
+                String::from_utf8(k)
+                    .map_err(|e| StoreError::Corrupt(format!("a key is not UTF-8: {e}")))
+            })
+            .collect()
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
@@ -529,6 +495,11 @@ impl KvStore for PostgresStore {
         }
         self.scan(start.as_bytes(), end.map(str::as_bytes), limit)
             .await
+    }
+
+    /// A failed swap's statement answers with the value it found.
+    fn failed_swap_reads_free(&self) -> bool {
+        true
     }
 
     fn backend(&self) -> &'static str {

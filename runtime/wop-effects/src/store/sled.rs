@@ -436,6 +436,10 @@ impl KvStore for SledStore {
         Ok(out)
     }
 
+    fn failed_swap_reads_free(&self) -> bool {
+        true
+    }
+
     fn backend(&self) -> &'static str {
         "sled"
     }

@@ -125,9 +125,13 @@ impl Gate {
             .begin(req, self.cfg.timings, site.deadline)
             .await
             .map_err(|e| {
+                let code = match e.is_store_full() {
+                    true => ErrorCode::EffectStoreFull,
+                    false => ErrorCode::InternalError,
+                };
                 let e = GateError::new(
                     GateErrorKind::Failed,
-                    ErrorCode::InternalError,
+                    code,
                     format!("the effect could not be claimed, so it was not performed: {e}"),
                     json!({"effectId": req.effect_id}),
                 );

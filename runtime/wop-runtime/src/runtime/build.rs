@@ -34,6 +34,7 @@ pub struct RuntimeConfig {
     resolver: Option<Arc<dyn wop_gate::Resolver>>,
     otlp: Option<wop_gate::telemetry::otlp::Config>,
     usage_commit: Option<wop_effects::UsageCommit>,
+    usage_entries: Option<Option<u64>>,
 }
 
 impl RuntimeConfig {
@@ -113,6 +114,24 @@ impl RuntimeConfig {
         self
     }
 
+    /// The most usage records and run roll-ups the meter keeps in its
+    /// store (`None`: unbounded); past it, runs are forgotten — the least
+    /// recently recorded of the tenant holding the most, so a tenant
+    /// flooding the store forgets its own first — their roll-up and usage
+    /// records deleted, never a ledger or an effect claim
+    /// ([`MeterOptions::usage_entries`](wop_effects::MeterOptions::usage_entries)).
+    /// For a store only this process uses and nothing purges.
+    ///
+    /// By default: [`USAGE_ENTRIES_IN_MEMORY`](wop_effects::USAGE_ENTRIES_IN_MEMORY)
+    /// (about 50 MiB) on the default in-memory store, where every new run
+    /// otherwise adds about 1 KiB for good; unbounded with an
+    /// [`effect_store`](Self::effect_store) (give a bound here if it is an
+    /// in-memory one too).
+    pub fn usage_entries(&mut self, bound: Option<u64>) -> &mut Self {
+        self.usage_entries = Some(bound);
+        self
+    }
+
     /// Registers a tool implemented by the embedder (`host-extension`).
     /// By default there are none.
     pub fn tool(&mut self, tool: RegisteredTool) -> &mut Self {
@@ -180,10 +199,12 @@ fn build_gate(config: &RuntimeConfig, me: &InvokerSlot) -> Result<Gate, ConfigEr
     for t in &config.tools {
         registry.register(t.clone()).map_err(ConfigError::Policy)?;
     }
-    let kv = config
-        .effect_store
-        .clone()
-        .unwrap_or_else(|| Arc::new(wop_effects::store::MemoryStore::new()));
+    let kv = config.effect_store.clone().unwrap_or_else(|| {
+        // Process memory: bounded, so no client can exhaust the process
+        // through it (decision 0046).
+        let bytes = wop_effects::store::MEMORY_STORE_BYTES;
+        Arc::new(wop_effects::store::MemoryStore::with_capacity(bytes))
+    });
     let executor = config
         .executor_id
         .clone()
@@ -228,6 +249,10 @@ pub(super) fn inner(config: &RuntimeConfig) -> Result<(Inner, InvokerSlot), Conf
             // (decision 0038).
             None => wop_effects::UsageCommit::DEFERRED,
             Some(_) => wop_effects::UsageCommit::Durable,
+        }),
+        usage_entries: config.usage_entries.unwrap_or(match config.effect_store {
+            None => Some(wop_effects::USAGE_ENTRIES_IN_MEMORY),
+            Some(_) => None,
         }),
         ..Default::default()
     };
@@ -283,5 +308,22 @@ mod tests {
         assert_eq!(commit(&chosen), UsageCommit::Durable);
         given.usage_commit(UsageCommit::DEFERRED);
         assert_eq!(commit(&given), UsageCommit::DEFERRED);
+    }
+
+    fn usage_entries(config: &RuntimeConfig) -> Option<u64> {
+        inner(config).unwrap().0.meter.options().usage_entries
+    }
+
+    /// The default in-memory store's usage is bounded; a store the
+    /// embedder gives is not, unless the embedder bounds it.
+    #[test]
+    fn usage_is_bounded_by_default_only_on_the_in_memory_store() {
+        let bound = Some(wop_effects::USAGE_ENTRIES_IN_MEMORY);
+        assert_eq!(usage_entries(&RuntimeConfig::new()), bound);
+        let mut given = RuntimeConfig::new();
+        given.effect_store(Arc::new(wop_effects::store::MemoryStore::new()));
+        assert_eq!(usage_entries(&given), None);
+        given.usage_entries(Some(7));
+        assert_eq!(usage_entries(&given), Some(7));
     }
 }

@@ -239,7 +239,11 @@ impl Runtime {
         opened.await.map_err(|e| {
             let message =
                 format!("the run's budget could not be read, so the node did not run: {e}");
-            NodeError::runtime(ErrorCode::InternalError, message, Default::default())
+            let code = match e.is_store_full() {
+                true => ErrorCode::EffectStoreFull,
+                false => ErrorCode::InternalError,
+            };
+            NodeError::runtime(code, message, Default::default())
         })
     }
 

@@ -265,6 +265,21 @@ impl Runtime {
     /// Deletes finished effect records older than the retention period
     /// (policy `effects.retentionDays`, at least 14 days).
     pub async fn purge_effects(&self) -> Result<usize, EffectError> {
+        let cutoff = self.retention_cutoff_ms();
+        self.inner.gate.effects().purge(cutoff).await
+    }
+
+    /// Deletes usage records older than the same retention period as
+    /// effect records (policy `effects.retentionDays`, at least 14 days)
+    /// and the roll-ups of runs with no invocation since; ledgers and the
+    /// packs' all-time roll-ups stay. Returns how many records went.
+    pub async fn purge_usage(&self) -> Result<usize, MeterError> {
+        let cutoff = self.retention_cutoff_ms();
+        self.inner.meter.purge(cutoff).await
+    }
+
+    /// Now less the retention period, in ms since the Unix epoch.
+    fn retention_cutoff_ms(&self) -> u64 {
         let days = self
             .inner
             .policy
@@ -272,8 +287,7 @@ impl Runtime {
             .retention_days
             .unwrap_or(14)
             .max(14);
-        let cutoff = wop_core::time::now_ms().saturating_sub(days * 86_400_000);
-        self.inner.gate.effects().purge(cutoff).await
+        wop_core::time::now_ms().saturating_sub(days.saturating_mul(86_400_000))
     }
 
     /// The operator policy in force.

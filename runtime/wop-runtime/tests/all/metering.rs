@@ -580,3 +580,161 @@ async fn the_breakdown_can_be_switched_off_without_changing_fuel() {
     );
     assert_eq!(b.usage.host_calls["log"], 1);
 }
+
+/// hello in tenant `t`'s run `run`.
+fn hello(run: &str) -> InvokeRequest {
+    let mut r = InvokeRequest::new("wop.samples.hello", json!({"name": "Ada"}));
+    r.context = RunContext {
+        run_id: run.into(),
+        node_id: "n".into(),
+        tenant_id: "t".into(),
+        attempt: 1,
+    };
+    r
+}
+
+/// The default in-memory store keeps a bounded amount of usage: with the
+/// bound at its floor (one full run: 1,000 records and its roll-up), 700
+/// real invocations of hello, each a new run (1,400 entries unbounded),
+/// leave at most 1,001 usage records and run roll-ups; the newest run is
+/// whole, the oldest forgotten, and the pack's roll-up counts all 700.
+#[tokio::test]
+async fn the_in_memory_stores_usage_stays_within_its_bound() {
+    let store = Arc::new(wop_runtime::store::MemoryStore::new());
+    let mut cfg = RuntimeConfig::new();
+    cfg.effect_store(store.clone()).usage_entries(Some(1));
+    let wop = Runtime::new(&cfg).unwrap();
+    load(&wop, "hello").await;
+    for i in 0..700 {
+        assert!(wop.invoke(hello(&format!("run-{i}"))).await.outcome.is_ok());
+    }
+    wop.flush_usage().await.unwrap();
+    let records = store.scan_prefix("usage/", usize::MAX).await.unwrap();
+    let rollups = store.scan_prefix("rollup/run/", usize::MAX).await.unwrap();
+    let entries = records.len() + rollups.len();
+    assert!((900..=1001).contains(&entries), "{entries} entries");
+    let newest = UsageScope::Run {
+        tenant: "t",
+        run: "run-699",
+    };
+    assert_eq!(wop.usage(newest, None).await.unwrap().len(), 1);
+    let oldest = UsageScope::Run {
+        tenant: "t",
+        run: "run-0",
+    };
+    assert!(wop.usage(oldest, None).await.unwrap().is_empty());
+    let (_, by_pack) = wop.usage_rollup(UsageScope::All, None).await.unwrap();
+    let hello: u64 = by_pack.values().map(|r| r.invocations).sum();
+    assert_eq!(hello, 700);
+}
+
+/// One tenant flooding the bounded store with new runs forgets its own
+/// runs, not another tenant's (decision 0045): a quiet tenant's one run,
+/// recorded before 700 new runs of another tenant, keeps its record.
+#[tokio::test]
+async fn a_tenant_flooding_the_bounded_store_forgets_its_own_runs() {
+    let store = Arc::new(wop_runtime::store::MemoryStore::new());
+    let mut cfg = RuntimeConfig::new();
+    cfg.effect_store(store.clone()).usage_entries(Some(1));
+    let wop = Runtime::new(&cfg).unwrap();
+    load(&wop, "hello").await;
+    let mut quiet = hello("quiet-run");
+    quiet.context.tenant_id = "quiet".into();
+    assert!(wop.invoke(quiet).await.outcome.is_ok());
+    for i in 0..700 {
+        assert!(wop.invoke(hello(&format!("run-{i}"))).await.outcome.is_ok());
+    }
+    wop.flush_usage().await.unwrap();
+    let quiet = UsageScope::Run {
+        tenant: "quiet",
+        run: "quiet-run",
+    };
+    assert_eq!(wop.usage(quiet, None).await.unwrap().len(), 1);
+    let oldest = UsageScope::Run {
+        tenant: "t",
+        run: "run-0",
+    };
+    assert!(wop.usage(oldest, None).await.unwrap().is_empty());
+    let entries = store.scan_prefix("usage/", usize::MAX).await.unwrap().len()
+        + store
+            .scan_prefix("rollup/run/", usize::MAX)
+            .await
+            .unwrap()
+            .len();
+    assert!(entries <= 1001, "{entries} entries");
+}
+
+/// A bounded in-memory store that is full refuses a budgeted run's new
+/// ledger with `effect_store_full` before the node runs; a run without a
+/// budget still runs (its usage is not kept), and nothing grows the store
+/// past its capacity (decision 0046).
+#[tokio::test]
+async fn a_full_memory_store_refuses_a_new_ledger_with_its_own_code() {
+    let store = Arc::new(wop_runtime::store::MemoryStore::with_capacity(1 << 20));
+    store.put("filler", vec![0; (1 << 20) - 200]).await.unwrap();
+    let kv: Arc<dyn KvStore> = store.clone();
+    let wop = rt(GRANT, Some(kv), None);
+    load(&wop, "hello").await;
+    let mut budgeted = hello("budgeted");
+    budgeted.budget = Some(RunBudget {
+        max_fuel: Some(1_000_000_000),
+        ..Default::default()
+    });
+    let r = wop.invoke(budgeted).await;
+    let e = r.outcome.as_ref().unwrap_err();
+    assert_eq!(e.code, "effect_store_full", "{e:?}");
+    assert!(e.message.contains("did not run"), "{}", e.message);
+    assert!(wop.invoke(hello("free")).await.outcome.is_ok());
+    wop.flush_usage().await.ok();
+    assert!(store.bytes() <= 1 << 20, "{} bytes", store.bytes());
+}
+
+/// Retention (what `wop effects purge` and `wop serve`'s hourly purge
+/// run): a usage record and a run roll-up from before the retention go; a
+/// run invoked now keeps its record and roll-up, and its ledger; the
+/// pack's all-time roll-up stays.
+#[tokio::test]
+async fn usage_past_the_retention_is_purged_and_nothing_newer() {
+    let store = Arc::new(wop_runtime::store::MemoryStore::new());
+    let kv: Arc<dyn KvStore> = store.clone();
+    let wop = rt(GRANT, Some(kv.clone()), None);
+    load(&wop, "hello").await;
+    // 15 days ago, in the meter's own layout.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let old_ms = now_ms - 15 * 86_400_000;
+    kv.put(
+        &format!("usage/t/old/{old_ms:013}-1-0"),
+        br#"{"runId":"old","tenantId":"t"}"#.to_vec(),
+    )
+    .await
+    .unwrap();
+    let rollup = format!(r#"{{"tenantId":"t","runId":"old","recordsKept":1,"lastAtMs":{old_ms}}}"#);
+    kv.put("rollup/run/t/old", rollup.into_bytes())
+        .await
+        .unwrap();
+    let mut r = hello("new");
+    r.budget = Some(RunBudget {
+        max_fuel: Some(1_000_000_000),
+        ..Default::default()
+    });
+    assert!(wop.invoke(r).await.outcome.is_ok());
+    assert_eq!(
+        wop.purge_usage().await.unwrap(),
+        2,
+        "the old record and roll-up"
+    );
+    assert!(store.get("rollup/run/t/old").await.unwrap().is_none());
+    let new = UsageScope::Run {
+        tenant: "t",
+        run: "new",
+    };
+    assert_eq!(wop.usage(new, None).await.unwrap().len(), 1);
+    assert!(wop.ledger("t", "new").await.unwrap().is_some());
+    let (by_run, by_pack) = wop.usage_rollup(UsageScope::All, None).await.unwrap();
+    assert_eq!(by_run.len(), 1, "{by_run:?}");
+    assert_eq!(by_pack.values().map(|r| r.invocations).sum::<u64>(), 1);
+    assert_eq!(wop.purge_usage().await.unwrap(), 0, "nothing twice");
+}

@@ -173,7 +173,10 @@ async fn bad_input_gets_exact_status_and_code() {
 async fn concurrent_clients_all_answered() {
     const CLIENTS: usize = 64;
     const CALLS: usize = 50;
-    let s = start("", &serve_toml("maxInFlight = 64"), &["hello"]).await;
+    // One tenant's 64 clients: its share is the whole server here (with
+    // two tenants configured it would be 48 by default).
+    let cfg = serve_toml("maxInFlight = 64\nmaxInFlightPerTenant = 64");
+    let s = start("", &cfg, &["hello"]).await;
     let addr = s.addr;
     let ok = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
@@ -213,6 +216,62 @@ async fn concurrent_clients_all_answered() {
         t.await.unwrap();
     }
     assert_eq!(ok.load(Ordering::Relaxed), CLIENTS * CALLS);
+    s.stop().await;
+}
+
+/// One tenant cannot take every invocation slot (decision 0048): with
+/// two tenants configured and `maxInFlight = 4`, a tenant holding three
+/// running invocations (its default share, three quarters) gets `429
+/// rate_limited` with `Retry-After` for a fourth, on the invoke API and
+/// on MCP, while the other tenant's invocation still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_tenant_cannot_take_every_slot() {
+    let policy = "[limits]\nwallClockMs = 4000\nfuel = 1000000000000000\n";
+    let cfg = serve_toml("maxInFlight = 4\nretryAfterSecs = 3");
+    let s = start(policy, &cfg, &["spin", "hello"]).await;
+    let addr = s.addr;
+    let spin = json!({"typeId": "wop.testing.spin", "inputs": {}});
+    let held: Vec<_> = (0..3)
+        .map(|_| {
+            let spin = spin.clone();
+            tokio::spawn(
+                async move { post_json(addr, "/host/wop/invocations", TOKEN, &spin).await },
+            )
+        })
+        .collect();
+    let mut health = Value::Null;
+    for _ in 0..300 {
+        health = req(addr, "GET", "/healthz", &[], b"").await.json();
+        if health["inFlight"] == 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(health["inFlight"], 3, "{health}");
+    assert_eq!(health["maxInFlightPerTenant"], 3, "{health}");
+    assert_eq!(health["tenantsInFlight"], 1, "{health}");
+    let hello = json!({"typeId": "wop.samples.hello", "inputs": {"name": "Ada"}});
+    let r = post_json(addr, "/host/wop/invocations", TOKEN, &hello).await;
+    assert_eq!(r.status, 429, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.header("retry-after"), Some("3"));
+    let b = r.json();
+    assert_eq!(b["error"], "rate_limited", "{b}");
+    assert_eq!(b["details"]["tenant"], "acme", "{b}");
+    assert_eq!(b["details"]["maxInFlightPerTenant"], 3, "{b}");
+    let auth = bearer(TOKEN);
+    let r = req(addr, "POST", "/mcp", &[("Content-Type", "application/json"), ("Authorization", &auth)],
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wop.samples.hello","arguments":{}}}"#).await;
+    assert_eq!(r.status, 429);
+    // The other tenant still gets the fourth slot.
+    let r = post_json(addr, "/host/wop/invocations", OTHER_TOKEN, &hello).await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["outcome"], "completed");
+    for h in held {
+        assert_eq!(h.await.unwrap().status, 200);
+    }
+    // Its slots came back: the tenant is served again.
+    let r = post_json(addr, "/host/wop/invocations", TOKEN, &hello).await;
+    assert_eq!(r.status, 200);
     s.stop().await;
 }
 

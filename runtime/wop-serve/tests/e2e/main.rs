@@ -12,6 +12,7 @@ mod idempotency;
 mod idle;
 mod invoke;
 mod mcp;
+mod memory_store;
 mod metrics;
 mod packs_dir;
 mod process;

@@ -135,3 +135,45 @@ async fn a_batch_takes_its_row_locks_in_key_order() {
     assert_eq!(store.get("k/2").await.unwrap(), Some(v("held")));
     assert_eq!(store.get("m/3").await.unwrap(), Some(v("a")));
 }
+
+/// A compare-and-swap is one statement that also answers with the value
+/// the key held: a failed insert, update or delete reports the current
+/// value without a second round trip, and a successful one writes.
+#[tokio::test]
+async fn a_failed_swap_answers_with_the_current_value_in_its_own_statement() {
+    let Some(url) = crate::store::conformance::postgres_test_url("cas_statement") else {
+        return;
+    };
+    let store = PostgresStore::connect(&url).await.unwrap();
+    assert!(store.failed_swap_reads_free());
+    store.put("k", b"now".to_vec()).await.unwrap();
+    let client = store.db.client().await.unwrap();
+    let (k, old, new) = (b"k".to_vec(), b"old".to_vec(), b"new".to_vec());
+    let sql = &store.db.sql;
+    let rows = [
+        client.query_one(&sql.insert_if_absent, &[&k, &new]).await,
+        client.query_one(&sql.update_if, &[&k, &old, &new]).await,
+        client.query_one(&sql.delete_if, &[&k, &old]).await,
+    ];
+    for row in rows {
+        let row = row.unwrap();
+        assert_eq!(row.get::<_, i64>(0), 0);
+        assert_eq!(row.get::<_, Option<Vec<u8>>>(1), Some(b"now".to_vec()));
+    }
+    let now = b"now".to_vec();
+    let row = client.query_one(&sql.update_if, &[&k, &now, &new]).await;
+    assert_eq!(row.unwrap().get::<_, i64>(0), 1);
+    assert_eq!(store.get("k").await.unwrap(), Some(new.clone()));
+    let row = client.query_one(&sql.delete_if, &[&k, &new]).await;
+    assert_eq!(row.unwrap().get::<_, i64>(0), 1);
+    let row = client
+        .query_one(&sql.insert_if_absent, &[&k, &old])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 1);
+    assert_eq!(
+        row.get::<_, Option<Vec<u8>>>(1),
+        None,
+        "the value before it"
+    );
+}

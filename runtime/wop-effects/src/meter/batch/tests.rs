@@ -1,0 +1,181 @@
+use super::super::counting_store::Counting;
+use super::super::tests::usage;
+use super::super::{MeterOptions, UsageCommit, UsageScope};
+use super::*;
+use crate::store::KvStore;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use wop_core::budget::Prices;
+
+/// A meter on `kv` whose queue is written only by `flush` (or a read).
+fn deferred(kv: &Arc<Counting>, cap: u64) -> Meter {
+    commit(
+        kv,
+        cap,
+        UsageCommit::Deferred {
+            window: Duration::from_secs(3600),
+            max_records: 10_000,
+        },
+    )
+}
+
+fn commit(kv: &Arc<Counting>, cap: u64, usage_commit: UsageCommit) -> Meter {
+    let options = MeterOptions {
+        usage_records_per_run: cap,
+        usage_commit,
+        ..Default::default()
+    };
+    let kv: Arc<dyn KvStore> = kv.clone();
+    Meter::with_options(kv, Prices::default(), options)
+}
+
+fn run(name: &str) -> UsageScope<'_> {
+    UsageScope::Run {
+        tenant: "tenant",
+        run: name,
+    }
+}
+
+/// The roll-ups of `all`, one record at a time: per run, per pack.
+fn one_by_one(all: &[Usage]) -> (BTreeMap<String, Rollup>, BTreeMap<String, Rollup>) {
+    super::super::tests::reference(all, None, None)
+}
+
+/// A flushed batch of 600 invocations (3 runs × 2 packs, interleaved) is
+/// written with one compare-and-swap per run roll-up and pack shard — a
+/// handful, not one per invocation, and none read first (the roll-ups
+/// are new) — and its roll-ups and records are those of recording the
+/// 600 one by one.
+#[tokio::test]
+async fn a_flushed_batch_writes_each_rollup_once() {
+    let kv = Arc::new(Counting::default());
+    let m = deferred(&kv, 1000);
+    let mut all = Vec::new();
+    for i in 0..600 {
+        let u = usage(
+            ["r1", "r2", "r3"][i % 3],
+            ["alpha", "beta"][(i / 3) % 2],
+            i as u64,
+        );
+        m.record(&u, &u.node_id).await.unwrap();
+        all.push(u);
+    }
+    assert_eq!(kv.counts(), (0, 0, 0), "queued, nothing written yet");
+    // (`record` read each run's ledger: it was not told the run has none.)
+    let gets_before = kv.gets.load(Ordering::Relaxed);
+    m.flush().await.unwrap();
+    let (swaps, puts, removes) = kv.counts();
+    // 6 run-and-pack sums (their run's two may share one swap) and 2
+    // pack shards.
+    assert!((5..=8).contains(&swaps), "{swaps} compare-and-swaps");
+    assert_eq!((puts, removes), (600, 0), "every record kept, once");
+    // The roll-ups are new: swapped in without reading them first.
+    assert_eq!(kv.gets.load(Ordering::Relaxed) - gets_before, 0, "reads");
+    assert_eq!(
+        m.rollup(UsageScope::All, None).await.unwrap(),
+        one_by_one(&all)
+    );
+    for r in ["r1", "r2", "r3"] {
+        let roll = m.run_rollup("tenant", r).await.unwrap().unwrap();
+        assert_eq!((roll.invocations(), roll.records_kept), (200, 200));
+        assert_eq!(m.usage(run(r), None).await.unwrap().len(), 200);
+    }
+}
+
+/// A run's batch crossing its cap keeps exactly the cap's worth of
+/// records; once this process knows the run is full, a later batch of it
+/// writes no record at all.
+#[tokio::test]
+async fn a_batch_keeps_exactly_the_runs_first_records_up_to_its_cap() {
+    let kv = Arc::new(Counting::default());
+    let m = deferred(&kv, 5);
+    let mut all = Vec::new();
+    for i in 0..12 {
+        all.push(usage("a", ["p", "q"][i % 2], i as u64));
+    }
+    all.extend((0..3).map(|i| usage("b", "p", i)));
+    for u in &all {
+        m.record(u, &u.node_id).await.unwrap();
+    }
+    m.flush().await.unwrap();
+    assert_eq!(m.usage(run("a"), None).await.unwrap().len(), 5);
+    assert_eq!(m.usage(run("b"), None).await.unwrap().len(), 3);
+    let a = m.run_rollup("tenant", "a").await.unwrap().unwrap();
+    assert_eq!((a.invocations(), a.records_kept), (12, 5));
+    let (_, puts_before, removes_before) = kv.counts();
+    for i in 12..16 {
+        let u = usage("a", "p", i);
+        m.record(&u, &u.node_id).await.unwrap();
+        all.push(u);
+    }
+    m.flush().await.unwrap();
+    let (_, puts, removes) = kv.counts();
+    assert_eq!((puts, removes), (puts_before, removes_before));
+    let a = m.run_rollup("tenant", "a").await.unwrap().unwrap();
+    assert_eq!((a.invocations(), a.records_kept), (16, 5));
+    assert_eq!(m.usage(run("a"), None).await.unwrap().len(), 5);
+    assert_eq!(
+        m.rollup(UsageScope::All, None).await.unwrap(),
+        one_by_one(&all)
+    );
+}
+
+/// Another process filled the run: this one, not knowing, writes its
+/// batch's records with the roll-ups, then removes them all.
+#[tokio::test]
+async fn records_written_past_another_processs_cap_are_removed() {
+    let kv = Arc::new(Counting::default());
+    let (a, b) = (deferred(&kv, 3), deferred(&kv, 3));
+    for i in 0..3 {
+        let u = usage("r", "p", i);
+        b.record(&u, &u.node_id).await.unwrap();
+    }
+    b.flush().await.unwrap();
+    for i in 3..7 {
+        let u = usage("r", "p", i);
+        a.record(&u, &u.node_id).await.unwrap();
+    }
+    let (_, puts_before, _) = kv.counts();
+    a.flush().await.unwrap();
+    let (_, puts, removes) = kv.counts();
+    assert_eq!((puts - puts_before, removes), (3, 3));
+    let kept = a.usage(run("r"), None).await.unwrap();
+    let mut fuel: Vec<u64> = kept.iter().map(|u| u.fuel_consumed).collect();
+    fuel.sort();
+    assert_eq!(fuel, [1000, 1001, 1002], "the run's first three");
+    let roll = a.run_rollup("tenant", "r").await.unwrap().unwrap();
+    assert_eq!((roll.invocations(), roll.records_kept), (7, 3));
+}
+
+/// A run whose roll-up was purged after this process saw it full starts
+/// over: its next invocations keep their records again, on both commits.
+#[tokio::test]
+async fn a_run_purged_since_it_was_full_keeps_its_records_again() {
+    for usage_commit in [UsageCommit::Durable, UsageCommit::DEFERRED] {
+        let kv = Arc::new(Counting::default());
+        let m = commit(&kv, 2, usage_commit);
+        for i in 0..3 {
+            let u = usage("r", "p", i);
+            m.record(&u, &u.node_id).await.unwrap();
+        }
+        m.flush().await.unwrap();
+        assert_eq!(m.usage(run("r"), None).await.unwrap().len(), 2);
+        m.purge(wop_core::time::now_ms() + 1).await.unwrap();
+        assert!(m.run_rollup("tenant", "r").await.unwrap().is_none());
+        for i in 3..5 {
+            let u = usage("r", "p", i);
+            m.record(&u, &u.node_id).await.unwrap();
+        }
+        m.flush().await.unwrap();
+        let roll = m.run_rollup("tenant", "r").await.unwrap().unwrap();
+        assert_eq!(
+            (roll.invocations(), roll.records_kept),
+            (2, 2),
+            "{usage_commit:?}"
+        );
+        let kept = m.usage(run("r"), None).await.unwrap();
+        assert_eq!(kept.len(), 2, "{usage_commit:?}: the records it kept");
+    }
+}

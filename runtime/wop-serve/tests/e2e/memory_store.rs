@@ -1,0 +1,128 @@
+//! `--memory-store` is process memory: a client cannot grow it past
+//! `memoryStoreBytes` (decision 0046). Idempotent requests with fresh keys
+//! each record their whole response; before the capacity, 1,000 of them
+//! with a 200 KB input grew the server by 580 MiB in 4 s. Past it, a new
+//! claim is `effect_store_full` before anything runs: an idempotent
+//! request is `507`, an effectful tool call is refused without being
+//! sent, and what was recorded still replays.
+
+use super::*;
+use serde_json::json;
+use wop_testkit::{Mode, Server as Upstream};
+
+const JSON: (&str, &str) = ("Content-Type", "application/json");
+
+async fn keyed(addr: SocketAddr, key: &str, body: &Value) -> Resp {
+    let h = [JSON, ("Idempotency-Key", key)];
+    req(
+        addr,
+        "POST",
+        "/host/wop/invocations",
+        &h,
+        body.to_string().as_bytes(),
+    )
+    .await
+}
+
+async fn unkeyed(addr: SocketAddr, body: &Value) -> Resp {
+    req(
+        addr,
+        "POST",
+        "/host/wop/invocations",
+        &[JSON],
+        body.to_string().as_bytes(),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_cannot_grow_the_memory_store_past_its_capacity() {
+    let upstream = Upstream::start(Mode::Ok).await;
+    let policy = format!(
+        "[[tools]]\nid = \"crm:write\"\nurl = \"{}\"\nsafetyTier = \"write\"\n\n\
+         [packs.tool-call]\ncapabilities = [\"tools\"]\ntools = [\"crm:*\"]\n",
+        upstream.url("/w")
+    );
+    let cfg = "anonymousLoopback = true\nmemoryStoreBytes = 2097152";
+    let store = wop_serve::StoreChoice::Memory;
+    let s = start_on(&policy, cfg, &["hello", "tool-call"], store).await;
+    let big = json!({"typeId": "wop.samples.hello", "inputs": {"name": "A".repeat(100_000)}});
+    // Each response is recorded: ~200 KB (the greeting and its log line).
+    let mut ok = 0;
+    let full = loop {
+        let r = keyed(s.addr, &format!("key-{ok}"), &big).await;
+        if r.status != 200 {
+            break r;
+        }
+        ok += 1;
+        assert!(
+            ok < 40,
+            "2 MiB still not full after {ok} responses of ~200 KB"
+        );
+    };
+    assert!(ok >= 4, "only {ok} responses fit in 2 MiB");
+    assert_eq!(full.status, 507, "{}", String::from_utf8_lossy(&full.body));
+    let b = full.json();
+    assert_eq!(b["error"], "effect_store_full", "{b}");
+    assert!(
+        b["message"].as_str().unwrap().contains("durable store"),
+        "{b}"
+    );
+
+    // What was recorded still replays.
+    let again = keyed(s.addr, "key-0", &big).await;
+    assert_eq!(again.status, 200);
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+
+    // An effectful call is refused before it is sent.
+    let write = json!({"typeId": "wop.samples.tool-call",
+                       "inputs": {"tool": "crm:write", "arguments": {"x": 1}}});
+    let r = unkeyed(s.addr, &write).await;
+    assert_eq!(r.status, 200);
+    let b = r.json();
+    assert_eq!(b["outcome"], "failed", "{b}");
+    assert_eq!(b["error"]["code"], "effect_store_full", "{b}");
+    assert_eq!(upstream.count(), 0, "the write was sent without a claim");
+
+    // An invocation that claims nothing still runs.
+    let hello = json!({"typeId": "wop.samples.hello", "inputs": {"name": "Ada"}});
+    let r = unkeyed(s.addr, &hello).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["outcome"], "completed");
+    s.stop().await;
+}
+
+/// A keyed response too large to record even in the settling headroom:
+/// with 1 MiB of capacity, a first keyed 600 KB response is recorded
+/// (it replays); a second one is claimed (its claim is small) but its
+/// response would take the store past capacity + an eighth. The caller
+/// still gets it, the claim is given back, and a retry with that key runs
+/// the node again at once — not `409 idempotency_in_flight` until the
+/// lease expires, which is what a claim left behind would answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_that_does_not_fit_gives_its_claim_back() {
+    let cfg = "anonymousLoopback = true\nmemoryStoreBytes = 1048576";
+    let s = start_on("", cfg, &["hello"], wop_serve::StoreChoice::Memory).await;
+    let big = json!({"typeId": "wop.samples.hello", "inputs": {"name": "A".repeat(600_000)}});
+    for attempt in 0..2 {
+        let r = keyed(s.addr, "fills", &big).await;
+        assert_eq!(r.status, 200);
+        let replayed = r.header("idempotent-replayed").map(str::to_owned);
+        assert_eq!(
+            replayed,
+            (attempt == 1).then(|| "true".to_owned()),
+            "recorded"
+        );
+    }
+    for attempt in 0..2 {
+        let r = keyed(s.addr, "too-big", &big).await;
+        assert_eq!(r.status, 200, "attempt {attempt}: {}", r.json()["error"]);
+        assert_eq!(r.json()["outcome"], "completed");
+        assert_eq!(
+            r.header("idempotent-replayed"),
+            None,
+            "attempt {attempt} ran"
+        );
+    }
+    s.stop().await;
+}
