@@ -157,12 +157,32 @@ impl ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut body = json!({"error": self.code, "message": self.message});
-        if let Some(d) = self.details {
-            body["details"] = d;
+impl ApiError {
+    /// The same answer for the MCP mount: this status and these headers
+    /// (`Retry-After` included), the body a JSON-RPC error object answering
+    /// request `id` with `rpc_code`; `data` holds `error` (the code as the
+    /// other routes write it), `details` and `retryAfterSecs`. An MCP
+    /// client shows a JSON-RPC error's message at any status, and nothing
+    /// else: the official Python SDK reports a non-2xx answer without one
+    /// as "Server returned an error response".
+    pub(crate) fn into_rpc_response(self, id: Value, rpc_code: i64) -> Response {
+        let mut data = json!({"error": self.code});
+        if let Some(d) = &self.details {
+            data["details"] = d.clone();
         }
+        if let Some(s) = self.retry_after {
+            data["retryAfterSecs"] = json!(s);
+        }
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": rpc_code, "message": self.message, "data": data},
+        });
+        self.respond(body)
+    }
+
+    /// `body` with this answer's status and headers.
+    fn respond(self, body: Value) -> Response {
         let mut resp = (self.status, axum::Json(body)).into_response();
         if let Some(s) = self.retry_after {
             resp.headers_mut()
@@ -177,6 +197,16 @@ impl IntoResponse for ApiError {
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         resp
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = json!({"error": self.code, "message": &self.message});
+        if let Some(d) = &self.details {
+            body["details"] = d.clone();
+        }
+        self.respond(body)
     }
 }
 

@@ -9,6 +9,11 @@
 //! version in `params._meta` (it must equal the `MCP-Protocol-Version`
 //! header: `-32020`; an unknown revision: `-32022`), results carrying
 //! `resultType`.
+//!
+//! A `tools/call` refused for an invocation slot keeps the invoke API's
+//! status (`429` for the tenant's share, `503` for a full executor) and
+//! `Retry-After`, with a JSON-RPC error body (`-32001`, `data.error`;
+//! decision 0050).
 
 use crate::api::{ApiCode, ApiError, JsonBodyError, authenticate, read_json};
 use crate::invoke::{self, Ctx, Run, Shape};
@@ -29,7 +34,7 @@ pub use wop_runtime::mcp_protocol::PREFERRED_REVISION as PREFERRED;
 /// Revisions served, oldest first.
 pub use wop_runtime::mcp_protocol::SERVED_REVISIONS as REVISIONS;
 use wop_runtime::mcp_protocol::jsonrpc::{
-    HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
+    HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, REFUSED,
     UNSUPPORTED_VERSION,
 };
 use wop_runtime::mcp_protocol::{
@@ -476,7 +481,9 @@ async fn call(state: &AppState, principal: &Principal, req: &Req<'_>) -> Respons
         Ok(slot) => slot,
         Err(r) => {
             let retry = state.cfg.retry_after_secs;
-            return ApiError::no_slot(r, &principal.tenant, retry).into_response();
+            // A JSON-RPC error, so an MCP client shows why (decision 0050).
+            return ApiError::no_slot(r, &principal.tenant, retry)
+                .into_rpc_response(req.id.clone(), REFUSED);
         }
     };
     let run = Run {

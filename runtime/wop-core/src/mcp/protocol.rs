@@ -73,4 +73,10 @@ pub mod jsonrpc {
     pub const HEADER_MISMATCH: i64 = -32020;
     /// 2026-07-28: the revision is not supported.
     pub const UNSUPPORTED_VERSION: i64 = -32022;
+    /// `wop`'s own (the implementation-defined range): the server refused
+    /// the request for a limit before running it (`data.error` says which:
+    /// `rate_limited` for the tenant's share of the invocation slots,
+    /// `service_unavailable` for all of them; `data.retryAfterSecs` says
+    /// when to retry, as the `Retry-After` header does).
+    pub const REFUSED: i64 = -32001;
 }

@@ -328,6 +328,21 @@ pub fn bearer(token: &str) -> String {
     format!("Bearer {token}")
 }
 
+/// Polls `/healthz` until it counts `n` invocations in flight and returns
+/// that answer; panics after about 3 s (a guard against hanging, not a
+/// timing assertion).
+pub async fn until_in_flight(addr: SocketAddr, n: u64) -> Value {
+    let mut health = Value::Null;
+    for _ in 0..300 {
+        health = req(addr, "GET", "/healthz", &[], b"").await.json();
+        if health["inFlight"] == n {
+            return health;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("never {n} invocations in flight: {health}");
+}
+
 /// POST JSON with a token (Content-Type + Authorization only).
 pub async fn post_json(addr: SocketAddr, path: &str, token: &str, body: &Value) -> Resp {
     let auth = bearer(token);

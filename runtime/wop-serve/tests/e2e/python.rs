@@ -85,3 +85,83 @@ async fn python_mcp_client_default_mode_lists_and_calls() {
     assert!(v["text"].as_str().unwrap().contains("Ada"));
     s.stop().await;
 }
+
+/// `tests/mcp_client_refused.py` against `url`, initialized and waiting
+/// for the word to call the tool.
+struct WaitingClient {
+    child: tokio::process::Child,
+    stdout: tokio::io::BufReader<tokio::process::ChildStdout>,
+}
+
+impl WaitingClient {
+    async fn start(py: &std::path::Path, url: &str) -> Self {
+        use tokio::io::AsyncBufReadExt as _;
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client_refused.py");
+        let mut child = tokio::process::Command::new(py)
+            .arg(script)
+            .arg(url)
+            .arg(TOKEN)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).await.unwrap();
+        assert_eq!(line.trim(), "ready", "the client did not initialize");
+        WaitingClient { child, stdout }
+    }
+
+    /// Calls the tool; what the script printed, as JSON.
+    async fn call(mut self) -> Value {
+        use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+        let mut stdin = self.child.stdin.take().unwrap();
+        stdin.write_all(b"go\n").await.unwrap();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).await.unwrap();
+        assert!(self.child.wait().await.unwrap().success(), "{line}");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+}
+
+/// A tool call refused for the tenant's share of the slots, as the
+/// official SDK shows it: a JSON-RPC error carrying our message, code and
+/// when to retry (before: the `429`'s body was not JSON-RPC, and the SDK
+/// reported only "Server returned an error response", code -32603).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_mcp_sdk_sees_why_a_call_was_refused() {
+    let Some(py) = python_or_skip() else { return };
+    // The spin holds its slot until this wall clock ends: long enough to
+    // outlast the checks on a starved machine (a run beside CI, at nice
+    // 19, saw a 4 s spin end before them).
+    let policy = "[limits]\nwallClockMs = 8000\nfuel = 1000000000000000\n";
+    let cfg = serve_toml("maxInFlight = 4\nmaxInFlightPerTenant = 1\nretryAfterSecs = 3");
+    let s = start(policy, &cfg, &["spin", "hello"]).await;
+    let addr = s.addr;
+    let url = format!("http://{addr}/mcp");
+    // Initialized before the slot is taken (the interpreter's start is
+    // slow on a busy machine; the spin's wall clock is not).
+    let client = WaitingClient::start(&py, &url).await;
+    let spin = serde_json::json!({"typeId": "wop.testing.spin", "inputs": {}});
+    let held =
+        tokio::spawn(async move { post_json(addr, "/host/wop/invocations", TOKEN, &spin).await });
+    until_in_flight(addr, 1).await;
+    let v = client.call().await;
+    let e = &v["error"];
+    assert_eq!(e["code"], -32001, "{v}");
+    assert_eq!(e["data"]["error"], "rate_limited", "{v}");
+    assert_eq!(e["data"]["retryAfterSecs"], 3, "{v}");
+    assert_eq!(e["data"]["details"]["maxInFlightPerTenant"], 1, "{v}");
+    let message = e["message"].as_str().unwrap_or_default();
+    assert!(message.contains("maxInFlightPerTenant"), "{v}");
+    // The same client is served once the tenant's slot is back.
+    assert_eq!(held.await.unwrap().status, 200);
+    let v = WaitingClient::start(&py, &url).await.call().await;
+    assert_eq!(v["isError"], false, "{v}");
+    assert!(
+        v["text"].as_str().unwrap_or_default().contains("Ada"),
+        "{v}"
+    );
+    s.stop().await;
+}

@@ -120,3 +120,63 @@ async fn rmcp_client_stateless_2026_07_28() {
     client.cancel().await.unwrap();
     s.stop().await;
 }
+
+/// Starts `wop.testing.spin` for `token` and waits until `/healthz`
+/// counts `in_flight` invocations; the handle answers when it ends.
+async fn hold_a_slot(
+    addr: SocketAddr,
+    token: &'static str,
+    in_flight: u64,
+) -> tokio::task::JoinHandle<Resp> {
+    let spin = json!({"typeId": "wop.testing.spin", "inputs": {}});
+    let held =
+        tokio::spawn(async move { post_json(addr, "/host/wop/invocations", token, &spin).await });
+    until_in_flight(addr, in_flight).await;
+    held
+}
+
+/// A call refused for a slot, as rmcp reports it: the `429` of the
+/// tenant's share with its `Retry-After` (rmcp reads no body there), and
+/// the `503` of a full executor with our JSON-RPC error's message (rmcp
+/// keeps a JSON-RPC error body at a 5xx; before decision 0050 it had only
+/// the status).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_client_sees_refused_calls_with_their_reason() {
+    // The spin holds its slot until this wall clock ends: long enough to
+    // outlast the checks on a starved machine (a run beside CI, at nice
+    // 19, saw a 4 s spin end before them).
+    let policy = "[limits]\nwallClockMs = 8000\nfuel = 1000000000000000\n";
+    let hello = || {
+        let args = json!({"name": "Ada"}).as_object().cloned().unwrap();
+        CallToolRequestParams::new("wop.samples.hello").with_arguments(args)
+    };
+    for (cfg, what, reason) in [
+        (
+            "maxInFlight = 4\nmaxInFlightPerTenant = 1\nretryAfterSecs = 3",
+            "status: 429",
+            "retry_after: Some(\"3\")",
+        ),
+        (
+            "maxInFlight = 1\nretryAfterSecs = 3",
+            "ErrorCode(-32001)",
+            "the executor is at capacity",
+        ),
+    ] {
+        let s = start(policy, &serve_toml(cfg), &["spin", "hello"]).await;
+        let url = format!("http://{}/mcp", s.addr);
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(TOKEN),
+        );
+        let client = ().serve(transport).await.unwrap();
+        let held = hold_a_slot(s.addr, TOKEN, 1).await;
+        let e = client.call_tool(hello()).await.unwrap_err();
+        let e = format!("{e:?}");
+        assert!(e.contains(what) && e.contains(reason), "{cfg}: {e}");
+        assert_eq!(held.await.unwrap().status, 200);
+        // Served once the slot is back.
+        let ok = client.call_tool(hello()).await.unwrap();
+        assert_eq!(ok.is_error, Some(false), "{ok:?}");
+        client.cancel().await.unwrap();
+        s.stop().await;
+    }
+}
