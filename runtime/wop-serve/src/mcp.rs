@@ -13,7 +13,10 @@
 //! A `tools/call` refused for an invocation slot keeps the invoke API's
 //! status (`429` for the tenant's share, `503` for a full executor) and
 //! `Retry-After`, with a JSON-RPC error body (`-32001`, `data.error`;
-//! decision 0050).
+//! decision 0050). A body refused before it is parsed (`413`, `415`,
+//! `408`) keeps its status, with a JSON-RPC error body (`-32600`,
+//! `id: null`, `data.error`; decision 0051). Only a missing or wrong
+//! token is answered with the service's own `401` body.
 
 use crate::api::{ApiCode, ApiError, JsonBodyError, authenticate, read_json};
 use crate::invoke::{self, Ctx, Run, Shape};
@@ -103,24 +106,16 @@ pub(crate) async fn post(
     };
     let msg = match read_json(&state, &headers, body).await {
         Ok(v) => v,
-        Err(JsonBodyError::Http(e)) => return e.into_response(),
-        Err(JsonBodyError::Depth(e)) => {
-            return rpc_error(
-                StatusCode::BAD_REQUEST,
-                Value::Null,
-                INVALID_REQUEST,
-                &e.message,
-                Some(json!({"error": e.code, "details": e.details})),
-            );
-        }
-        Err(JsonBodyError::Parse(e)) => {
-            return rpc_error(
-                StatusCode::BAD_REQUEST,
-                Value::Null,
-                PARSE_ERROR,
-                &e.message,
-                Some(json!({"error": e.code})),
-            );
+        // Every refusal of the body is a JSON-RPC error with `id: null`
+        // (its id was not read), keeping its status: not JSON is `-32700`;
+        // too deep, and refused before it was parsed (413, 415, 408:
+        // decision 0051) are `-32600`. So an MCP client shows why.
+        Err(e) => {
+            let rpc = match e {
+                JsonBodyError::Parse(_) => PARSE_ERROR,
+                JsonBodyError::Http(_) | JsonBodyError::Depth(_) => INVALID_REQUEST,
+            };
+            return e.into_api().into_rpc_response(Value::Null, rpc);
         }
     };
     let Value::Object(obj) = &msg else {

@@ -142,30 +142,28 @@ async fn bad_input_gets_exact_status_and_code() {
         403,
         "forbidden",
     );
-    // The MCP mount: transport errors as HTTP, JSON errors as JSON-RPC.
-    check(
-        req(s.addr, "POST", "/mcp", &json_h, big.as_bytes()).await,
-        413,
-        "payload_too_large",
-    );
-    check(
-        req(
-            s.addr,
-            "POST",
-            "/mcp",
-            &[("Content-Type", "text/plain"), ("Authorization", &auth)],
-            b"{}",
-        )
-        .await,
-        415,
-        "unsupported_media_type",
-    );
+    // The MCP mount: the same statuses, every refusal a JSON-RPC error
+    // (before the body is parsed: `id: null`, `-32600`), so an MCP client
+    // shows why.
+    let rpc_check = |r: Resp, status: u16, rpc: i64, code: &str| {
+        assert_eq!(r.status, status, "{}", String::from_utf8_lossy(&r.body));
+        let b = r.json();
+        assert_eq!(b["jsonrpc"], "2.0", "{b}");
+        assert!(b["id"].is_null(), "{b}");
+        assert_eq!(b["error"]["code"], rpc, "{b}");
+        assert_eq!(b["error"]["data"]["error"], code, "{b}");
+        assert!(b["error"]["message"].is_string(), "{b}");
+    };
+    let r = req(s.addr, "POST", "/mcp", &json_h, big.as_bytes()).await;
+    assert_eq!(r.header("connection"), Some("close"));
+    rpc_check(r, 413, -32600, "payload_too_large");
+    let text_h = [("Content-Type", "text/plain"), ("Authorization", &auth)];
+    let r = req(s.addr, "POST", "/mcp", &text_h, b"{}").await;
+    rpc_check(r, 415, -32600, "unsupported_media_type");
     let r = req(s.addr, "POST", "/mcp", &json_h, b"{nope").await;
-    assert_eq!(r.status, 400);
-    assert_eq!(r.json()["error"]["code"], -32700);
+    rpc_check(r, 400, -32700, "validation_error");
     let r = req(s.addr, "POST", "/mcp", &json_h, deep.as_bytes()).await;
-    assert_eq!(r.status, 400);
-    assert_eq!(r.json()["error"]["data"]["error"], "validation_error");
+    rpc_check(r, 400, -32600, "validation_error");
     s.stop().await;
 }
 
@@ -253,16 +251,7 @@ async fn one_tenant_cannot_take_every_slot() {
     assert_eq!(b["error"], "rate_limited", "{b}");
     assert_eq!(b["details"]["tenant"], "acme", "{b}");
     assert_eq!(b["details"]["maxInFlightPerTenant"], 3, "{b}");
-    let auth = bearer(TOKEN);
-    let r = req(addr, "POST", "/mcp", &[("Content-Type", "application/json"), ("Authorization", &auth)],
-        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wop.samples.hello","arguments":{}}}"#).await;
-    assert_eq!(r.status, 429);
-    assert_eq!(r.header("retry-after"), Some("3"));
-    // A JSON-RPC error answering the request, so an MCP client shows why.
-    let b = r.json();
-    assert_eq!(b["id"], 1, "{b}");
-    assert_eq!(b["error"]["code"], -32001, "{b}");
-    assert_eq!(b["error"]["data"]["error"], "rate_limited", "{b}");
+    let b = mcp_call_is_refused(addr, 429, "3", "rate_limited").await;
     assert_eq!(b["error"]["data"]["retryAfterSecs"], 3, "{b}");
     // The other tenant still gets the fourth slot.
     let r = post_json(addr, "/host/wop/invocations", OTHER_TOKEN, &hello).await;
@@ -275,6 +264,32 @@ async fn one_tenant_cannot_take_every_slot() {
     let r = post_json(addr, "/host/wop/invocations", TOKEN, &hello).await;
     assert_eq!(r.status, 200);
     s.stop().await;
+}
+
+/// A raw MCP `tools/call` of hello (acme's token) while no slot is free
+/// for it: the refusal's `status` and `Retry-After`, and a JSON-RPC error
+/// answering the request and naming `error`, so an MCP client shows why.
+/// Returns the body.
+async fn mcp_call_is_refused(
+    addr: std::net::SocketAddr,
+    status: u16,
+    retry_after: &str,
+    error: &str,
+) -> serde_json::Value {
+    let auth = bearer(TOKEN);
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Authorization", auth.as_str()),
+    ];
+    let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wop.samples.hello","arguments":{}}}"#;
+    let r = req(addr, "POST", "/mcp", &headers, call).await;
+    assert_eq!(r.status, status, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.header("retry-after"), Some(retry_after));
+    let b = r.json();
+    assert_eq!(b["id"], 1, "{b}");
+    assert_eq!(b["error"]["code"], -32001, "{b}");
+    assert_eq!(b["error"]["data"]["error"], error, "{b}");
+    b
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -308,14 +323,8 @@ async fn saturation_is_503_with_retry_after() {
     assert_eq!(r.status, 503);
     assert_eq!(r.header("retry-after"), Some("2"));
     assert_eq!(r.json()["error"], "service_unavailable");
+    mcp_call_is_refused(addr, 503, "2", "service_unavailable").await;
     let auth = bearer(TOKEN);
-    let r = req(addr, "POST", "/mcp", &[("Content-Type", "application/json"), ("Authorization", &auth)],
-        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wop.samples.hello","arguments":{}}}"#).await;
-    assert_eq!(r.status, 503);
-    assert_eq!(r.header("retry-after"), Some("2"));
-    let b = r.json();
-    assert_eq!(b["error"]["code"], -32001, "{b}");
-    assert_eq!(b["error"]["data"]["error"], "service_unavailable", "{b}");
     // Listing is not an invocation: still served.
     let r = req(
         addr,
@@ -537,5 +546,46 @@ async fn an_oversized_body_gets_its_413_and_a_closed_connection() {
             assert!(text.contains("payload_too_large"), "{text}");
         }
     }
+    s.stop().await;
+}
+
+/// A body that stops arriving is answered `408 request_timeout` with
+/// `Connection: close` once `bodyTimeoutMs` has passed, on the invoke API
+/// (the service's body) and on the MCP mount (a JSON-RPC error of
+/// `id: null`, decision 0051), and nothing runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_stops_arriving_gets_408_on_both_mounts() {
+    let s = start("", &serve_toml("bodyTimeoutMs = 300"), &["hello"]).await;
+    let ran = metric_of(s.addr, "wop_instantiations").await;
+    assert!(ran.is_some());
+    for path in ["/host/wop/invocations", "/mcp"] {
+        let mut c = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+        // 100 bytes declared, 10 sent, then silence (the socket stays open).
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: {}\r\nContent-Length: 100\r\n\r\n{{\"typeId\":",
+            bearer(TOKEN)
+        );
+        c.write_all(head.as_bytes()).await.unwrap();
+        let mut got = Vec::new();
+        let read =
+            tokio::time::timeout(std::time::Duration::from_secs(30), c.read_to_end(&mut got)).await;
+        assert!(matches!(read, Ok(Ok(_))), "{path}: {read:?}");
+        let text = String::from_utf8_lossy(&got).to_string();
+        let lower = text.to_ascii_lowercase();
+        assert!(lower.starts_with("http/1.1 408"), "{path}: {text}");
+        assert!(lower.contains("connection: close"), "{path}: {text}");
+        let body: Value = match text.split_once("\r\n\r\n") {
+            Some((_, b)) => serde_json::from_str(b).unwrap_or_else(|e| panic!("{e}: {text}")),
+            None => panic!("{path}: no body: {text}"),
+        };
+        if path == "/mcp" {
+            assert!(body["id"].is_null(), "{body}");
+            assert_eq!(body["error"]["code"], -32600, "{body}");
+            assert_eq!(body["error"]["data"]["error"], "request_timeout", "{body}");
+        } else {
+            assert_eq!(body["error"], "request_timeout", "{body}");
+        }
+    }
+    assert_eq!(metric_of(s.addr, "wop_instantiations").await, ran);
     s.stop().await;
 }

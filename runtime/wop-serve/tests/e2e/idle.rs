@@ -43,13 +43,6 @@ async fn burst(addr: SocketAddr) {
     }
 }
 
-/// The value of an unlabelled metric in an OpenMetrics text.
-fn metric(text: &str, name: &str) -> Option<u64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
-        .and_then(|v| v.trim().parse().ok())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_server_gives_the_pools_kept_memory_back() {
     let serve = spawn("idleReleaseMs = 200\n");

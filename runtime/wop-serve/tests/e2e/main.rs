@@ -343,6 +343,22 @@ pub async fn until_in_flight(addr: SocketAddr, n: u64) -> Value {
     panic!("never {n} invocations in flight: {health}");
 }
 
+/// The value of an unlabelled metric in an OpenMetrics text.
+pub fn metric(text: &str, name: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The value of an unlabelled metric of the server's `/metrics`, read
+/// with [`TOKEN`].
+pub async fn metric_of(addr: SocketAddr, name: &str) -> Option<u64> {
+    let auth = bearer(TOKEN);
+    let r = req(addr, "GET", "/metrics", &[("Authorization", &auth)], b"").await;
+    assert_eq!(r.status, 200);
+    metric(&String::from_utf8_lossy(&r.body), name)
+}
+
 /// POST JSON with a token (Content-Type + Authorization only).
 pub async fn post_json(addr: SocketAddr, path: &str, token: &str, body: &Value) -> Resp {
     let auth = bearer(token);

@@ -95,12 +95,18 @@ struct WaitingClient {
 
 impl WaitingClient {
     async fn start(py: &std::path::Path, url: &str) -> Self {
+        Self::start_with(py, url, &[]).await
+    }
+
+    /// Like [`start`](Self::start), with the script's optional arguments.
+    async fn start_with(py: &std::path::Path, url: &str, args: &[&str]) -> Self {
         use tokio::io::AsyncBufReadExt as _;
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client_refused.py");
         let mut child = tokio::process::Command::new(py)
             .arg(script)
             .arg(url)
             .arg(TOKEN)
+            .args(args)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .kill_on_drop(true)
@@ -163,5 +169,31 @@ async fn python_mcp_sdk_sees_why_a_call_was_refused() {
         v["text"].as_str().unwrap_or_default().contains("Ada"),
         "{v}"
     );
+    s.stop().await;
+}
+
+/// A body refused before it is parsed (over `maxBodyBytes`), as the
+/// official SDK shows it: a JSON-RPC error (`id: null`, which the SDK
+/// gives the request's id) carrying our code and the limit. Before, the
+/// `413`'s body was the invoke API's and the SDK reported only "Server
+/// returned an error response" (-32603).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_mcp_sdk_sees_why_a_body_was_refused() {
+    let Some(py) = python_or_skip() else { return };
+    let s = start("", &serve_toml("maxBodyBytes = 4096"), &["hello"]).await;
+    let url = format!("http://{}/mcp", s.addr);
+    let v = WaitingClient::start_with(&py, &url, &["5000"])
+        .await
+        .call()
+        .await;
+    let e = &v["error"];
+    assert_eq!(e["code"], -32600, "{v}");
+    assert_eq!(e["data"]["error"], "payload_too_large", "{v}");
+    assert_eq!(e["data"]["details"]["limitBytes"], 4096, "{v}");
+    let message = e["message"].as_str().unwrap_or_default();
+    assert!(message.contains("4096 bytes"), "{v}");
+    // A call that fits is served by the same server.
+    let v = WaitingClient::start(&py, &url).await.call().await;
+    assert_eq!(v["isError"], false, "{v}");
     s.stop().await;
 }
