@@ -19,9 +19,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod identity;
+mod listing;
 mod record;
 
 pub use identity::{activity_id, business_id, request_digest};
+pub use listing::{MAX_PAGE, RunEffects};
 pub use record::{EffectRecord, EffectState, EffectSummary, Keying, Owner};
 
 /// Milliseconds since the Unix epoch.
@@ -418,24 +420,6 @@ impl Effects {
             r.error = Some(error);
         })
         .await
-    }
-
-    /// The effects of `tenant`'s run `run_id`, by effect id (never another
-    /// tenant's run of the same id).
-    pub async fn list_run(
-        &self,
-        tenant: &str,
-        run_id: &str,
-    ) -> Result<Vec<EffectSummary>, EffectError> {
-        let prefix = crate::keys::run_index_prefix(tenant, run_id);
-        let mut out = Vec::new();
-        for (k, _) in self.kv.scan_prefix(&prefix, 100_000).await? {
-            let id = &k[prefix.len()..];
-            if let Some(r) = self.get(id).await? {
-                out.push(EffectSummary::from(&r));
-            }
-        }
-        Ok(out)
     }
 
     /// Operator resolution of a claimed or escaped effect as `completed` or

@@ -98,6 +98,24 @@ pub fn run_index_prefix(tenant: &str, run: &str) -> String {
     scoped("run/", tenant, run, "/")
 }
 
+/// The first key after every key starting with `prefix` (`None`: no
+/// bound): the end of a prefix scan by range.
+pub fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(c) = chars.pop() {
+        let n = if c as u32 == 0xD7FF {
+            0xE000
+        } else {
+            c as u32 + 1
+        };
+        if let Some(next) = char::from_u32(n) {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

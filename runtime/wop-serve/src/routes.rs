@@ -97,53 +97,82 @@ pub(crate) async fn tool(
     }
 }
 
-/// `GET /runs/{runId}/effects`: the caller's tenant's effects of a run,
-/// never their payloads.
+/// `?limit=&after=` of `/runs/{runId}/effects`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EffectsQuery {
+    limit: Option<usize>,
+    after: Option<String>,
+}
+
+/// Effects in one page of `/runs/{runId}/effects` unless `?limit=` says.
+pub(crate) const EFFECTS_PAGE: usize = 100;
+
+/// Longest `?after=` (an effect id, as a page's `next` gives it).
+const MAX_AFTER_BYTES: usize = 256;
+
+/// `GET /runs/{runId}/effects?limit=&after=`: the caller's tenant's
+/// effects of a run, never their payloads, a page at a time (decision
+/// 0052): up to `limit` (default [`EFFECTS_PAGE`], at most
+/// [`MAX_PAGE`](wop_runtime::effects::MAX_PAGE)), with `next` to pass as
+/// `after` while there may be more.
 pub(crate) async fn effects(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(raw): Path<String>,
+    q: Result<Query<EffectsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let p = match authenticate(&state, &headers) {
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
+    let max = wop_runtime::effects::MAX_PAGE;
+    let Ok(Query(q)) = q else {
+        return ApiError::validation(format!(
+            "query parameters: limit (1 to {max}), after (a page's next)"
+        ))
+        .into_response();
+    };
+    let limit = q.limit.unwrap_or(EFFECTS_PAGE);
+    if !(1..=max).contains(&limit) {
+        return ApiError::validation(format!("limit must be between 1 and {max}"))
+            .details(json!({"limit": limit, "maxLimit": max}))
+            .into_response();
+    }
+    if q.after.as_ref().is_some_and(|a| a.len() > MAX_AFTER_BYTES) {
+        return ApiError::validation(format!(
+            "after is longer than {MAX_AFTER_BYTES} bytes: pass a page's next"
+        ))
+        .into_response();
+    }
     let run_id = decode_run_id(&raw);
-    // The caller's tenant's run of that id; another tenant's is another run.
-    let list = match state.rt.effects(&p.tenant, &run_id).await {
-        Ok(l) => l,
+    // The caller's tenant's run of that id; another tenant's is another
+    // run. The listing checks each record's tenant again.
+    let page = state
+        .rt
+        .effects_page(&p.tenant, &run_id, q.after.as_deref(), limit)
+        .await;
+    let page = match page {
+        Ok(page) => page,
         Err(e) => return ApiError::internal(format!("effect store: {e}")).into_response(),
     };
-    let store = state.rt.gate().effects();
-    let mut out = Vec::new();
-    for s in list {
-        // The listing is the tenant's already; the record's tenant is
-        // checked again anyway. Never payloads.
-        let rec = match store.get(&s.effect_id).await {
-            Ok(Some(r)) => r,
-            Ok(None) => continue,
-            Err(e) => return ApiError::internal(format!("effect store: {e}")).into_response(),
-        };
-        if rec.tenant_id != p.tenant {
-            continue;
-        }
-        out.push(json!({
-            "effectId": format!("{}/{}", rec.tenant_id, s.effect_id),
-            "nodeId": s.node_id,
-            "attempt": s.attempt,
-            "keying": s.keying,
-            "providerKey": rec.tool_id,
-            "state": s.state,
-            "at": rfc3339(s.at),
-        }));
-    }
-    versioned(
-        (
-            StatusCode::OK,
-            axum::Json(json!({"runId": run_id, "effects": out})),
-        )
-            .into_response(),
-    )
+    let effects: Vec<Value> = page
+        .effects
+        .into_iter()
+        .map(|s| {
+            json!({
+                "effectId": format!("{}/{}", p.tenant, s.effect_id),
+                "nodeId": s.node_id,
+                "attempt": s.attempt,
+                "keying": s.keying,
+                "providerKey": s.tool_id,
+                "state": s.state,
+                "at": rfc3339(s.at),
+            })
+        })
+        .collect();
+    let body = json!({"runId": run_id, "effects": effects, "next": page.next});
+    versioned((StatusCode::OK, axum::Json(body)).into_response())
 }
 
 /// `?run=&pack=` of `/host/wop/usage`.

@@ -88,6 +88,8 @@ pub struct EffectSummary {
     pub node_id: String,
     /// Attempt.
     pub attempt: u32,
+    /// The tool (the protocol's `providerKey`).
+    pub tool_id: String,
     /// Keying.
     pub keying: Keying,
     /// State.
@@ -102,6 +104,7 @@ impl From<&EffectRecord> for EffectSummary {
             effect_id: r.effect_id.clone(),
             node_id: r.node_id.clone(),
             attempt: r.attempt,
+            tool_id: r.tool_id.clone(),
             keying: r.keying,
             state: r.state,
             at: r.updated_at_ms,

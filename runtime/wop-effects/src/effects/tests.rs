@@ -6,27 +6,8 @@ use sha2::{Digest, Sha256};
 async fn purge_pages_through_finished_records() {
     let kv: Arc<dyn KvStore> = Arc::new(crate::store::MemoryStore::new());
     let fx = Effects::new(kv.clone(), "ex");
-    let t = EffectTimings {
-        lease: Duration::from_secs(60),
-        in_flight_wait: Duration::from_millis(10),
-        poll: Duration::from_millis(1),
-    };
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
     for i in 0..1100u32 {
-        let req = ClaimRequest {
-            effect_id: format!("e{i:05}"),
-            keying: Keying::ActivityRecipe,
-            tenant_id: "t".into(),
-            run_id: "r".into(),
-            node_id: "n".into(),
-            attempt: 1,
-            tool_id: "t:x".into(),
-            digest: "d".into(),
-            idempotent: false,
-        };
-        let Begin::Perform { claimed, .. } = fx.begin(&req, t, deadline).await.unwrap() else {
-            panic!("fresh claim not performed");
-        };
+        let claimed = claim(&fx, "t", "r", format!("e{i:05}")).await;
         // Leave the last one claimed: it needs attention, it stays.
         if i < 1099 {
             assert!(fx.complete(&claimed, Ok(Value::Null)).await.unwrap());
@@ -61,4 +42,95 @@ fn identities() {
     let mut h = Sha256::new();
     h.update(b"openwop:activity:v2\0t\0r\0n\x001\0crm:update");
     assert_eq!(a, b64(&h.finalize()));
+}
+
+/// A fresh claim of the effect `id` in `tenant`'s run `run`.
+async fn claim(fx: &Effects, tenant: &str, run: &str, id: String) -> Box<EffectRecord> {
+    let t = EffectTimings {
+        lease: Duration::from_secs(60),
+        in_flight_wait: Duration::from_millis(10),
+        poll: Duration::from_millis(1),
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let req = ClaimRequest {
+        effect_id: id,
+        keying: Keying::ActivityRecipe,
+        tenant_id: tenant.into(),
+        run_id: run.into(),
+        node_id: "n".into(),
+        attempt: 1,
+        tool_id: "t:x".into(),
+        digest: "d".into(),
+        idempotent: false,
+    };
+    let Begin::Perform { claimed, .. } = fx.begin(&req, t, deadline).await.unwrap() else {
+        panic!("fresh claim not performed");
+    };
+    claimed
+}
+
+/// Claims and completes `n` effects `<tag>00000…` in `tenant`'s run `run`.
+async fn claim_many(fx: &Effects, tenant: &str, run: &str, tag: &str, n: u32) {
+    for i in 0..n {
+        let claimed = claim(fx, tenant, run, format!("{tag}{i:05}")).await;
+        // A large result: the listing must not carry it.
+        let big = Value::String("r".repeat(4096));
+        assert!(fx.complete(&claimed, Ok(big)).await.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn a_run_is_listed_a_page_at_a_time_and_only_its_own() {
+    let kv: Arc<dyn KvStore> = Arc::new(crate::store::MemoryStore::new());
+    let fx = Effects::new(kv.clone(), "ex");
+    claim_many(&fx, "t", "r", "a", 2100).await;
+    // Neighbours: another tenant's run of the same id, another run of the
+    // tenant whose id extends this one's.
+    claim_many(&fx, "t2", "r", "b", 3).await;
+    claim_many(&fx, "t", "r2", "c", 3).await;
+    let mut all = Vec::new();
+    let mut after: Option<String> = None;
+    let mut sizes = Vec::new();
+    loop {
+        let page = fx
+            .list_run_page("t", "r", after.as_deref(), MAX_PAGE)
+            .await
+            .unwrap();
+        sizes.push(page.effects.len());
+        for e in &page.effects {
+            assert_eq!(e.tool_id, "t:x");
+            assert_eq!(e.state, EffectState::Completed);
+        }
+        all.extend(page.effects.into_iter().map(|e| e.effect_id));
+        match page.next {
+            Some(n) => after = Some(n),
+            None => break,
+        }
+    }
+    assert_eq!(sizes, [1000, 1000, 100]);
+    let want: Vec<String> = (0..2100).map(|i| format!("a{i:05}")).collect();
+    assert_eq!(all, want);
+    assert_eq!(fx.list_run("t", "r").await.unwrap().len(), 2100);
+    // A page is never larger than MAX_PAGE, never empty-limited.
+    let p = fx.list_run_page("t", "r", None, usize::MAX).await.unwrap();
+    assert_eq!(p.effects.len(), MAX_PAGE);
+    let p = fx.list_run_page("t", "r", None, 0).await.unwrap();
+    assert_eq!(p.effects.len(), 1);
+    assert_eq!(p.next.as_deref(), Some("a00000"));
+    // Whatever `after` says, the scan stays within the run's index.
+    for hostile in ["\u{10FFFF}", "../../t2/r/b00000", "", "/", "\0"] {
+        let p = fx
+            .list_run_page("t", "r", Some(hostile), MAX_PAGE)
+            .await
+            .unwrap();
+        assert!(
+            p.effects.iter().all(|e| e.effect_id.starts_with('a')),
+            "{hostile:?}"
+        );
+    }
+    // An index entry pointing at another tenant's record is not listed.
+    kv.put("run/t/r/b00000", Vec::new()).await.unwrap();
+    let listed = fx.list_run("t", "r").await.unwrap();
+    assert_eq!(listed.len(), 2100);
+    assert!(listed.iter().all(|e| e.effect_id.starts_with('a')));
 }

@@ -243,7 +243,7 @@ impl Pages {
     fn new(prefix: &str) -> Self {
         Pages {
             start: prefix.to_owned(),
-            end: prefix_end(prefix),
+            end: keys::prefix_end(prefix),
             done: false,
         }
     }
@@ -262,21 +262,4 @@ impl Pages {
         }
         Ok(Some(page))
     }
-}
-
-/// The first key after every key starting with `prefix` (`None`: no bound).
-fn prefix_end(prefix: &str) -> Option<String> {
-    let mut chars: Vec<char> = prefix.chars().collect();
-    while let Some(c) = chars.pop() {
-        let n = if c as u32 == 0xD7FF {
-            0xE000
-        } else {
-            c as u32 + 1
-        };
-        if let Some(next) = char::from_u32(n) {
-            chars.push(next);
-            return Some(chars.into_iter().collect());
-        }
-    }
-    None
 }

@@ -18,7 +18,7 @@ use wop_core::events::EventSink;
 use wop_core::model::{InvocationReport, InvokeRequest, Principal, Usage};
 use wop_core::pack::Inspection;
 use wop_core::policy::Policy;
-use wop_effects::effects::{EffectError, EffectState, EffectSummary};
+use wop_effects::effects::{EffectError, EffectState, EffectSummary, RunEffects};
 use wop_effects::{Meter, MeterError, UsageScope};
 use wop_gate::Gate;
 use wop_gate::pack_tool::NodeInvoker;
@@ -246,6 +246,21 @@ impl Runtime {
         run_id: &str,
     ) -> Result<Vec<EffectSummary>, EffectError> {
         self.inner.gate.effects().list_run(tenant, run_id).await
+    }
+
+    /// One page of [`effects`](Self::effects): up to `limit` (at most
+    /// [`MAX_PAGE`](wop_effects::effects::MAX_PAGE)) effects after the
+    /// effect id `after`, and where the next page starts. What a service
+    /// answers per request: a run's listing is the tenant's to grow.
+    pub async fn effects_page(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<RunEffects, EffectError> {
+        let fx = self.inner.gate.effects();
+        fx.list_run_page(tenant, run_id, after, limit).await
     }
 
     /// Operator resolution of an effect whose outcome is unknown.

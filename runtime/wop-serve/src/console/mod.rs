@@ -137,9 +137,11 @@ pub(crate) async fn get(
             run: Some(run),
             tenant: Some(tenant),
         }) if !run.is_empty() && run.len() <= 256 && !tenant.is_empty() && tenant.len() <= 256 => {
+            let run_id = crate::wire::decode_run_id(&run);
+            let max = wop_runtime::effects::MAX_PAGE;
             let effects = state
                 .rt
-                .effects(&tenant, &crate::wire::decode_run_id(&run))
+                .effects_page(&tenant, &run_id, None, max)
                 .await
                 .map_err(|e| format!("effect store: {e}"));
             Some(page::RunView {

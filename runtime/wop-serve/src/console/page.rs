@@ -5,7 +5,7 @@ use crate::observe::recent;
 use crate::state::Shared;
 use serde_json::Value;
 use std::fmt::Write as _;
-use wop_runtime::effects::EffectSummary;
+use wop_runtime::effects::RunEffects;
 
 /// The login form (with an error, after a refused token).
 pub(crate) fn login(error: Option<&str>) -> String {
@@ -26,7 +26,9 @@ pub(crate) fn login(error: Option<&str>) -> String {
 pub(crate) struct RunView {
     pub tenant: String,
     pub run: String,
-    pub effects: Result<Vec<EffectSummary>, String>,
+    /// The first page of its listing (the console shows at most
+    /// [`MAX_PAGE`](wop_runtime::effects::MAX_PAGE) effects).
+    pub effects: Result<RunEffects, String>,
 }
 
 /// The dashboard.
@@ -152,12 +154,13 @@ fn run_effects(run: Option<RunView>, out: &mut String) {
             Err(e) => {
                 let _ = write!(out, r#"<p class="bad">{}</p>"#, esc(&e));
             }
-            Ok(list) if list.is_empty() => {
+            Ok(page) if page.effects.is_empty() => {
                 out.push_str(r#"<p class="muted">no effects recorded for this run</p>"#);
             }
-            Ok(list) => {
+            Ok(page) => {
                 out.push_str("<table><tr><th>effect</th><th>node</th><th>attempt</th><th>keying</th><th>state</th><th>at (UTC)</th></tr>");
-                for e in list {
+                let shown = page.effects.len();
+                for e in page.effects {
                     let state = serde_json::to_value(e.state)
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_owned))
@@ -178,6 +181,12 @@ fn run_effects(run: Option<RunView>, out: &mut String) {
                     );
                 }
                 out.push_str("</table>");
+                if page.next.is_some() {
+                    let _ = write!(
+                        out,
+                        r#"<p class="muted">the first {shown} effects of this run; <code>GET /runs/{{runId}}/effects?after=</code> lists the rest</p>"#
+                    );
+                }
             }
         }
     }
