@@ -70,7 +70,8 @@ pub mod egress {
 pub mod metering {
     pub use wop_core::budget::*;
     pub use wop_effects::meter::{
-        Meter, MeterError, MeterOptions, USAGE_ENTRIES_IN_MEMORY, UsageCommit, UsageScope,
+        MAX_ROLLUP_PAGE, Meter, MeterError, MeterOptions, RollupPage, USAGE_ENTRIES_IN_MEMORY,
+        UsageCommit, UsageScope,
     };
 }
 

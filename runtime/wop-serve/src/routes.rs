@@ -175,16 +175,22 @@ pub(crate) async fn effects(
     versioned((StatusCode::OK, axum::Json(body)).into_response())
 }
 
-/// `?run=&pack=` of `/host/wop/usage`.
+/// `?run=&pack=&limit=&after=` of `/host/wop/usage`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct UsageQuery {
     run: Option<String>,
     pack: Option<String>,
+    limit: Option<usize>,
+    after: Option<String>,
 }
 
+/// Runs in one page of `/host/wop/usage` (operators) unless `?limit=` says.
+pub(crate) const USAGE_PAGE: usize = 1000;
+
 /// `GET /host/wop/usage`: usage of one run (`?run=`), or across runs for
-/// an operator; `?pack=` narrows it.
+/// an operator a page at a time (`?limit=&after=`, with `next`; decision
+/// 0052); `?pack=` narrows it.
 pub(crate) async fn usage(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -195,28 +201,61 @@ pub(crate) async fn usage(
         Err(e) => return e.into_response(),
     };
     let Ok(Query(q)) = q else {
-        return ApiError::validation("query parameters: run, pack").into_response();
+        return ApiError::validation("query parameters: run, pack, limit, after").into_response();
     };
-    let scope = match &q.run {
-        // The caller's tenant's run of that id (another tenant's run of the
-        // same id is another run, invisible here).
-        Some(run) => UsageScope::Run {
-            tenant: &p.tenant,
-            run,
-        },
-        None => match operator(&p, "usage across runs (without ?run=) needs") {
-            Ok(()) => UsageScope::All,
-            Err(e) => return e.into_response(),
-        },
+    let Some(run) = &q.run else {
+        if let Err(e) = operator(&p, "usage across runs (without ?run=) needs") {
+            return e.into_response();
+        }
+        return usage_page(&state, q).await;
+    };
+    if q.limit.is_some() || q.after.is_some() {
+        return ApiError::validation("limit and after page the runs of a query without run")
+            .into_response();
+    }
+    // The caller's tenant's run of that id (another tenant's run of the
+    // same id is another run, invisible here).
+    let scope = UsageScope::Run {
+        tenant: &p.tenant,
+        run,
     };
     match state.rt.usage_rollup(scope, q.pack.as_deref()).await {
-        Ok((runs, _)) if runs.is_empty() && q.run.is_some() => {
-            ApiError::not_found("run", q.run.as_deref().unwrap_or("")).into_response()
-        }
+        Ok((runs, _)) if runs.is_empty() => ApiError::not_found("run", run).into_response(),
         Ok((runs, packs)) => versioned(
             (
                 StatusCode::OK,
                 axum::Json(json!({"run": q.run, "pack": q.pack, "runs": runs, "packs": packs})),
+            )
+                .into_response(),
+        ),
+        Err(e) => ApiError::internal(format!("usage: {e}")).into_response(),
+    }
+}
+
+/// One page of every tenant's runs (an operator's `/host/wop/usage`).
+async fn usage_page(state: &AppState, q: UsageQuery) -> Response {
+    let max = wop_runtime::metering::MAX_ROLLUP_PAGE;
+    let limit = q.limit.unwrap_or(USAGE_PAGE);
+    if !(1..=max).contains(&limit) {
+        return ApiError::validation(format!("limit must be between 1 and {max}"))
+            .details(json!({"limit": limit, "maxLimit": max}))
+            .into_response();
+    }
+    if q.after
+        .as_ref()
+        .is_some_and(|a| a.len() > 2 * MAX_AFTER_BYTES)
+    {
+        return ApiError::validation("after is too long: pass a page's next").into_response();
+    }
+    let page = state
+        .rt
+        .usage_rollup_page(q.pack.as_deref(), q.after.as_deref(), limit);
+    match page.await {
+        Ok(page) => versioned(
+            (
+                StatusCode::OK,
+                axum::Json(json!({"run": null, "pack": q.pack, "runs": page.runs,
+                                  "packs": page.packs, "next": page.next})),
             )
                 .into_response(),
         ),

@@ -51,7 +51,7 @@ mod recording;
 mod stored;
 
 pub use deferred::UsageCommit;
-pub use queries::UsageScope;
+pub use queries::{MAX_ROLLUP_PAGE, RollupPage, UsageScope};
 pub use stored::RunRollup;
 
 /// Errors of the meter.

@@ -121,7 +121,8 @@ impl Meter {
     /// scope and by `<tenant>/<run>` for [`UsageScope::All`]. The per-pack
     /// map is the run's, or the tenant's runs' summed; for `All` it is the
     /// packs' all-time totals (including runs whose roll-ups
-    /// [`purge`](Self::purge) deleted).
+    /// [`purge`](Self::purge) deleted). `All` holds every run in memory:
+    /// a service answers it a page at a time ([`rollup_page`](Self::rollup_page)).
     pub async fn rollup(
         &self,
         scope: UsageScope<'_>,
@@ -131,75 +132,114 @@ impl Meter {
         self.flush().await?;
         let mut by_run: BTreeMap<String, Rollup> = BTreeMap::new();
         let mut by_pack: BTreeMap<String, Rollup> = BTreeMap::new();
-        let currency = self.prices.currency.clone();
-        let pack_matches = |label: &str| {
-            pack.is_none_or(|p| label.rsplit_once('@').is_some_and(|(name, _)| name == p))
-        };
-        let mut add_run = |r: RunRollup, by_pack: Option<&mut BTreeMap<String, Rollup>>| {
-            let mut total: Option<Rollup> = None;
-            let mut by_pack = by_pack;
-            for (label, roll) in &r.by_pack {
-                if !pack_matches(label) {
-                    continue;
-                }
-                add_rollup(
-                    total.get_or_insert_with(|| Rollup {
-                        currency: currency.clone(),
-                        ..Default::default()
-                    }),
-                    roll,
-                );
-                if let Some(bp) = by_pack.as_deref_mut() {
-                    add_rollup(bp.entry(label.clone()).or_default(), roll);
-                }
-            }
-            if let Some(t) = total {
-                let label = if matches!(scope, UsageScope::All) {
-                    format!("{}/{}", r.tenant_id, r.run_id)
-                } else {
-                    r.run_id.clone()
-                };
-                by_run.insert(label, t);
-            }
-        };
-        match scope {
+        let prefix = match scope {
             UsageScope::Run { tenant, run } => {
-                if let Some(r) = self.run_rollup(tenant, run).await? {
-                    add_run(r, Some(&mut by_pack));
+                if let Some(r) = self.run_rollup(tenant, run).await?
+                    && let Some(total) = self.run_total(&r, pack, Some(&mut by_pack))
+                {
+                    by_run.insert(r.run_id, total);
                 }
                 return Ok((by_run, by_pack));
             }
-            UsageScope::Tenant(t) => {
-                let prefix = format!("rollup/run/{}/", keys::part(t));
-                self.for_each_page(&prefix, |page| {
-                    for (k, v) in page {
-                        let r = RunRollup::decode(&v).ok_or(MeterError::Corrupt(k))?;
-                        add_run(r, Some(&mut by_pack));
-                    }
-                    Ok(())
-                })
-                .await?;
-                return Ok((by_run, by_pack));
-            }
-            UsageScope::All => {}
-        }
-        self.for_each_page("rollup/run/", |page| {
+            UsageScope::Tenant(t) => format!("{RUN_ROLLUPS}{}/", keys::part(t)),
+            UsageScope::All => RUN_ROLLUPS.to_owned(),
+        };
+        let all = matches!(scope, UsageScope::All);
+        self.for_each_page(&prefix, |page| {
             for (k, v) in page {
                 let r = RunRollup::decode(&v).ok_or(MeterError::Corrupt(k))?;
-                add_run(r, None);
+                // `All` sums the packs from their own records, below.
+                let packs = (!all).then_some(&mut by_pack);
+                if let Some(total) = self.run_total(&r, pack, packs) {
+                    by_run.insert(run_label(&r, all), total);
+                }
             }
             Ok(())
         })
         .await?;
-        // A few records per pack: read them all, filter by name.
+        if all {
+            by_pack = self.pack_totals(pack).await?;
+        }
+        Ok((by_run, by_pack))
+    }
+
+    /// One page of [`rollup`](Self::rollup) over every tenant's runs
+    /// (operators): up to `limit` (1 to [`MAX_ROLLUP_PAGE`]) runs of `pack`
+    /// (or of any pack), keyed `<tenant>/<run>`, after the cursor `after`
+    /// (a page's `next`), and the packs' all-time totals. Holds one page,
+    /// however many runs the store holds: run ids are the tenants' to
+    /// choose, so their number is too (decision 0052).
+    pub async fn rollup_page(
+        &self,
+        pack: Option<&str>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<RollupPage, MeterError> {
+        // This process's deferred usage first: a reader sees its own.
+        self.flush().await?;
+        let limit = limit.clamp(1, MAX_ROLLUP_PAGE);
+        let mut pages = Pages::new(RUN_ROLLUPS);
+        if let Some(a) = after {
+            pages.start = format!("{RUN_ROLLUPS}{a}\0");
+        }
+        let mut runs = BTreeMap::new();
+        let mut next = None;
+        'pages: while let Some(page) = pages.next(self).await? {
+            for (k, v) in page {
+                let r = RunRollup::decode(&v).ok_or_else(|| MeterError::Corrupt(k.clone()))?;
+                if let Some(total) = self.run_total(&r, pack, None) {
+                    runs.insert(run_label(&r, true), total);
+                }
+                if runs.len() == limit {
+                    next = k.strip_prefix(RUN_ROLLUPS).map(str::to_owned);
+                    break 'pages;
+                }
+            }
+        }
+        let packs = self.pack_totals(pack).await?;
+        Ok(RollupPage { runs, packs, next })
+    }
+
+    /// A run's total over its packs (those named `pack`, if given), each
+    /// pack's share also added to `by_pack`; `None` if no pack matched.
+    fn run_total(
+        &self,
+        r: &RunRollup,
+        pack: Option<&str>,
+        mut by_pack: Option<&mut BTreeMap<String, Rollup>>,
+    ) -> Option<Rollup> {
+        let mut total: Option<Rollup> = None;
+        for (label, roll) in &r.by_pack {
+            if !pack_matches(pack, label) {
+                continue;
+            }
+            let t = total.get_or_insert_with(|| Rollup {
+                currency: self.prices.currency.clone(),
+                ..Default::default()
+            });
+            add_rollup(t, roll);
+            if let Some(bp) = by_pack.as_deref_mut() {
+                add_rollup(bp.entry(label.clone()).or_default(), roll);
+            }
+        }
+        total
+    }
+
+    /// The packs' all-time totals (of `pack`, if given), from their own
+    /// records: a few per pack, read whole.
+    async fn pack_totals(
+        &self,
+        pack: Option<&str>,
+    ) -> Result<BTreeMap<String, Rollup>, MeterError> {
+        let mut by_pack = BTreeMap::new();
         for (k, v) in self.scan_all("rollup/pack/").await? {
             let s = PackShard::decode(&v).ok_or(MeterError::Corrupt(k))?;
             let label = format!("{}@{}", s.pack, s.pack_version);
-            if pack_matches(&label) {
+            if pack_matches(pack, &label) {
                 add_rollup(by_pack.entry(label).or_default(), &s.rollup);
             }
         }
-        Ok((by_run, by_pack))
+        Ok(by_pack)
     }
 
     /// Retention: deletes per-invocation usage records made before
@@ -227,6 +267,38 @@ impl Meter {
             Ok(r.last_at_ms < older_than_ms)
         });
         Ok(records + rollups.await?)
+    }
+}
+
+/// Where the runs' roll-ups are kept.
+const RUN_ROLLUPS: &str = "rollup/run/";
+
+/// Most runs in one page of [`Meter::rollup_page`].
+pub const MAX_ROLLUP_PAGE: usize = 10_000;
+
+/// One page of every tenant's runs' usage ([`Meter::rollup_page`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RollupPage {
+    /// The page's runs, keyed `<tenant>/<run>`.
+    pub runs: BTreeMap<String, Rollup>,
+    /// Every pack's all-time totals, keyed `pack@version`.
+    pub packs: BTreeMap<String, Rollup>,
+    /// The cursor to pass as `after` when there may be more runs; `None`
+    /// at the end.
+    pub next: Option<String>,
+}
+
+/// Whether the roll-up label `pack@version` is of `pack` (any, if `None`).
+fn pack_matches(pack: Option<&str>, label: &str) -> bool {
+    pack.is_none_or(|p| label.rsplit_once('@').is_some_and(|(name, _)| name == p))
+}
+
+/// A run's key in a roll-up map: its id, or `<tenant>/<run>` across
+/// tenants.
+fn run_label(r: &RunRollup, across_tenants: bool) -> String {
+    match across_tenants {
+        true => format!("{}/{}", r.tenant_id, r.run_id),
+        false => r.run_id.clone(),
     }
 }
 

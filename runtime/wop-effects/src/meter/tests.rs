@@ -87,6 +87,46 @@ async fn record_all(meter: &Meter, plan: &[(&str, &str, u64)]) -> Vec<Usage> {
     all
 }
 
+/// Every tenant's runs, a page at a time: the pages joined are the whole
+/// roll-up (with and without a pack filter), each page at most its limit,
+/// the packs' totals on every page, and the limit clamped to 1..=MAX.
+#[tokio::test]
+async fn runs_across_tenants_are_read_a_page_at_a_time() {
+    let kv: Arc<dyn KvStore> = Arc::new(MemoryStore::new());
+    let meter = Meter::new(kv, Prices::default());
+    let mut plan: Vec<(String, &str, u64)> =
+        (0..7).map(|i| (format!("run-{i}"), "alpha", 2)).collect();
+    plan.push(("run-3".into(), "beta", 1));
+    plan.push(("only-beta".into(), "beta", 1));
+    let plan: Vec<(&str, &str, u64)> = plan.iter().map(|(r, p, n)| (r.as_str(), *p, *n)).collect();
+    let all = record_all(&meter, &plan).await;
+    for pack in [None, Some("alpha"), Some("beta")] {
+        let (whole, packs) = reference(&all, None, pack);
+        let mut joined = BTreeMap::new();
+        let mut after: Option<String> = None;
+        let mut pages = 0;
+        loop {
+            let p = meter.rollup_page(pack, after.as_deref(), 3).await.unwrap();
+            assert!(p.runs.len() <= 3, "{pack:?}: {:?}", p.runs);
+            assert_eq!(p.packs, packs, "{pack:?}");
+            pages += 1;
+            joined.extend(p.runs);
+            match p.next {
+                Some(n) => after = Some(n),
+                None => break,
+            }
+        }
+        assert_eq!(joined, whole, "{pack:?}");
+        assert!(pages >= whole.len().div_ceil(3), "{pack:?}: {pages} pages");
+    }
+    let one = meter.rollup_page(None, None, 0).await.unwrap();
+    assert_eq!(one.runs.len(), 1);
+    assert!(one.next.is_some());
+    let most = meter.rollup_page(None, None, usize::MAX).await.unwrap();
+    assert_eq!(most.runs.len(), 8);
+    assert_eq!(most.next, None);
+}
+
 /// The direct encoding is the tree encoding's JSON, with and without a
 /// dropped-breakdown count, for a full and an empty usage.
 #[test]

@@ -400,6 +400,19 @@ impl Runtime {
         self.inner.meter.rollup(scope, pack).await
     }
 
+    /// One page of every tenant's runs' usage (operators): up to `limit`
+    /// runs (at most [`MAX_ROLLUP_PAGE`](wop_effects::meter::MAX_ROLLUP_PAGE))
+    /// after the cursor `after`, and the packs' all-time totals. What a
+    /// service answers per request: the number of runs is the tenants'.
+    pub async fn usage_rollup_page(
+        &self,
+        pack: Option<&str>,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<wop_effects::meter::RollupPage, MeterError> {
+        self.inner.meter.rollup_page(pack, after, limit).await
+    }
+
     /// Stores the usage that [`UsageCommit::Deferred`](wop_effects::UsageCommit::Deferred)
     /// is still holding; returns when it is durable. Call it at drain
     /// (`wop serve` does, after the last invocation). With durable usage

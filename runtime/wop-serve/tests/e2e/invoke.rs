@@ -431,6 +431,73 @@ async fn a_runs_effects_are_listed_in_pages() {
     s.stop().await;
 }
 
+/// An operator's usage across runs comes a page at a time (decision
+/// 0052): `limit` runs (default 1000, at most 10,000) and `next` to pass
+/// as `after`; the packs' totals on every page; paging a single run's
+/// query or a bad `limit` is `400`; only operators page across tenants.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_across_runs_comes_in_pages() {
+    let s = start("", &serve_toml(""), &["hello"]).await;
+    for (token, runs) in [(TOKEN, 3), (OTHER_TOKEN, 2)] {
+        for i in 0..runs {
+            let body = json!({"typeId": "wop.samples.hello", "inputs": {"name": "Ada"},
+                              "nodeContext": {"runId": format!("u/{i}"), "nodeId": "n"}});
+            let r = post_json(s.addr, "/host/wop/invocations", token, &body).await;
+            assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        }
+    }
+    let get = |path: String, token: &'static str| async move {
+        let auth = bearer(token);
+        req(s.addr, "GET", &path, &[("Authorization", &auth)], b"").await
+    };
+    let whole = get("/host/wop/usage".into(), TOKEN).await.json();
+    assert_eq!(whole["runs"].as_object().unwrap().len(), 5, "{whole}");
+    assert!(whole["next"].is_null(), "{whole}");
+    let enc = |s: &str| {
+        s.replace('%', "%25")
+            .replace('/', "%2F")
+            .replace('&', "%26")
+    };
+    let mut runs = serde_json::Map::new();
+    let mut sizes = Vec::new();
+    let mut path = "/host/wop/usage?limit=2".to_owned();
+    loop {
+        let b = get(path.clone(), TOKEN).await.json();
+        assert_eq!(b["packs"], whole["packs"], "{b}");
+        let page = b["runs"].as_object().unwrap();
+        sizes.push(page.len());
+        runs.extend(page.clone());
+        match b["next"].as_str() {
+            Some(n) => path = format!("/host/wop/usage?limit=2&after={}", enc(n)),
+            None => break,
+        }
+    }
+    assert!(
+        sizes.iter().all(|n| *n <= 2) && sizes.len() >= 3,
+        "{sizes:?}"
+    );
+    assert_eq!(Value::Object(runs), whole["runs"]);
+    for (path, status) in [
+        ("/host/wop/usage?run=u%2F0&limit=2", 400),
+        ("/host/wop/usage?run=u%2F0&after=x", 400),
+        ("/host/wop/usage?limit=0", 400),
+        ("/host/wop/usage?limit=10001", 400),
+        ("/host/wop/usage?page=2", 400),
+        ("/host/wop/usage?run=u%2F0", 200),
+    ] {
+        let r = get(path.to_owned(), TOKEN).await;
+        assert_eq!(
+            r.status,
+            status,
+            "{path}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+    }
+    let r = get("/host/wop/usage?limit=2".into(), OTHER_TOKEN).await;
+    assert_eq!(r.status, 403);
+    s.stop().await;
+}
+
 /// A tiny matcher for the effectId grammar (no regex dependency).
 fn regex_lite(_: &str) -> impl Fn(&str) -> bool {
     |s: &str| {
