@@ -132,7 +132,7 @@ async fn the_service_attaches_its_credential_never_the_callers_and_shows_neither
         "/host/wop/usage?run=cred-run",
         "/runs/cred-run/effects",
     ] {
-        let r = req(s.addr, "GET", path, &[("Authorization", &auth)], b"").await;
+        let r = get(s.addr, TOKEN, path).await;
         assert_eq!(
             r.status,
             200,

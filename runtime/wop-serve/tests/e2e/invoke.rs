@@ -180,7 +180,7 @@ title = "Hello"
     // The catalog shows only what the caller may invoke; unknown and
     // unauthorized are the same 404.
     let auth = bearer(TOKEN);
-    let r = req(s.addr, "GET", "/tools", &[("Authorization", &auth)], b"").await;
+    let r = get(s.addr, TOKEN, "/tools").await;
     assert_eq!(r.status, 200);
     let ids: Vec<String> = r.json()["tools"]
         .as_array()
@@ -311,7 +311,7 @@ async fn idempotency_key_header_and_effects_listing() {
     // RFC 3339 times, no payloads; `/` in the run id as ~2F or %2F.
     let re = regex_lite(r"^(anon:)?[A-Za-z0-9._~-]{1,128}/[A-Za-z0-9._~-]{16,128}$");
     for path in ["/runs/wf~2Fr-9/effects", "/runs/wf%2Fr-9/effects"] {
-        let r = req(s.addr, "GET", path, &[("Authorization", &auth)], b"").await;
+        let r = get(s.addr, TOKEN, path).await;
         assert_eq!(r.status, 200);
         let b = r.json();
         assert_eq!(b["runId"], "wf/r-9");
@@ -370,18 +370,14 @@ async fn a_runs_effects_are_listed_in_pages() {
         .await;
         assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     }
-    let get = |path: String, token: &'static str| async move {
-        let auth = bearer(token);
-        req(s.addr, "GET", &path, &[("Authorization", &auth)], b"").await
-    };
-    let whole = get("/runs/pages/effects".into(), TOKEN).await.json();
+    let whole = get(s.addr, TOKEN, "/runs/pages/effects").await.json();
     assert_eq!(whole["effects"].as_array().unwrap().len(), 5, "{whole}");
     assert!(whole["next"].is_null(), "{whole}");
     let mut ids = Vec::new();
     let mut sizes = Vec::new();
     let mut path = "/runs/pages/effects?limit=2".to_owned();
     loop {
-        let b = get(path.clone(), TOKEN).await.json();
+        let b = get(s.addr, TOKEN, &path).await.json();
         let page = b["effects"].as_array().unwrap();
         sizes.push(page.len());
         for e in page {
@@ -407,7 +403,7 @@ async fn a_runs_effects_are_listed_in_pages() {
         "/runs/pages/effects".to_owned(),
         format!("/runs/pages/effects?after={first}"),
     ] {
-        let b = get(path, OTHER_TOKEN).await.json();
+        let b = get(s.addr, OTHER_TOKEN, &path).await.json();
         assert_eq!(b["effects"], json!([]), "{b}");
     }
     // Bad paging parameters.
@@ -419,7 +415,7 @@ async fn a_runs_effects_are_listed_in_pages() {
         "/runs/pages/effects?page=2".to_owned(),
         format!("/runs/pages/effects?after={long}"),
     ] {
-        let r = get(path.clone(), TOKEN).await;
+        let r = get(s.addr, TOKEN, &path).await;
         assert_eq!(
             r.status,
             400,
@@ -446,11 +442,7 @@ async fn usage_across_runs_comes_in_pages() {
             assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
         }
     }
-    let get = |path: String, token: &'static str| async move {
-        let auth = bearer(token);
-        req(s.addr, "GET", &path, &[("Authorization", &auth)], b"").await
-    };
-    let whole = get("/host/wop/usage".into(), TOKEN).await.json();
+    let whole = get(s.addr, TOKEN, "/host/wop/usage").await.json();
     assert_eq!(whole["runs"].as_object().unwrap().len(), 5, "{whole}");
     assert!(whole["next"].is_null(), "{whole}");
     let enc = |s: &str| {
@@ -462,7 +454,7 @@ async fn usage_across_runs_comes_in_pages() {
     let mut sizes = Vec::new();
     let mut path = "/host/wop/usage?limit=2".to_owned();
     loop {
-        let b = get(path.clone(), TOKEN).await.json();
+        let b = get(s.addr, TOKEN, &path).await.json();
         assert_eq!(b["packs"], whole["packs"], "{b}");
         let page = b["runs"].as_object().unwrap();
         sizes.push(page.len());
@@ -477,7 +469,11 @@ async fn usage_across_runs_comes_in_pages() {
         "{sizes:?}"
     );
     assert_eq!(Value::Object(runs), whole["runs"]);
+    let long = format!("/host/wop/usage?after={}", "x".repeat(513));
+    let longest = format!("/host/wop/usage?after={}", "x".repeat(512));
     for (path, status) in [
+        (long.as_str(), 400),
+        (longest.as_str(), 200),
         ("/host/wop/usage?run=u%2F0&limit=2", 400),
         ("/host/wop/usage?run=u%2F0&after=x", 400),
         ("/host/wop/usage?limit=0", 400),
@@ -485,7 +481,7 @@ async fn usage_across_runs_comes_in_pages() {
         ("/host/wop/usage?page=2", 400),
         ("/host/wop/usage?run=u%2F0", 200),
     ] {
-        let r = get(path.to_owned(), TOKEN).await;
+        let r = get(s.addr, TOKEN, path).await;
         assert_eq!(
             r.status,
             status,
@@ -493,7 +489,7 @@ async fn usage_across_runs_comes_in_pages() {
             String::from_utf8_lossy(&r.body)
         );
     }
-    let r = get("/host/wop/usage?limit=2".into(), OTHER_TOKEN).await;
+    let r = get(s.addr, OTHER_TOKEN, "/host/wop/usage?limit=2").await;
     assert_eq!(r.status, 403);
     s.stop().await;
 }

@@ -328,6 +328,11 @@ pub fn bearer(token: &str) -> String {
     format!("Bearer {token}")
 }
 
+/// `GET path` with `token` as the bearer and no other header.
+pub async fn get(addr: SocketAddr, token: &str, path: &str) -> Resp {
+    req(addr, "GET", path, &[("Authorization", &bearer(token))], b"").await
+}
+
 /// Polls `/healthz` until it counts `n` invocations in flight and returns
 /// that answer; panics after about 3 s (a guard against hanging, not a
 /// timing assertion).
@@ -353,8 +358,7 @@ pub fn metric(text: &str, name: &str) -> Option<u64> {
 /// The value of an unlabelled metric of the server's `/metrics`, read
 /// with [`TOKEN`].
 pub async fn metric_of(addr: SocketAddr, name: &str) -> Option<u64> {
-    let auth = bearer(TOKEN);
-    let r = req(addr, "GET", "/metrics", &[("Authorization", &auth)], b"").await;
+    let r = get(addr, TOKEN, "/metrics").await;
     assert_eq!(r.status, 200);
     metric(&String::from_utf8_lossy(&r.body), name)
 }

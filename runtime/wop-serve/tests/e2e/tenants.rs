@@ -54,11 +54,6 @@ async fn invoke(addr: SocketAddr, token: &str, body: Value, extra: &[(&str, &str
     .await
 }
 
-async fn get(addr: SocketAddr, token: &str, path: &str) -> Resp {
-    let auth = bearer(token);
-    req(addr, "GET", path, &[("Authorization", &auth)], b"").await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_tenants_with_identical_ids_share_nothing() {
     let upstream = Upstream::start(Mode::Ok).await;
