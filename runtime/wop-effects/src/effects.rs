@@ -23,7 +23,7 @@ mod listing;
 mod record;
 
 pub use identity::{activity_id, business_id, request_digest};
-pub use listing::{MAX_PAGE, RunEffects};
+pub use listing::{MAX_PAGE, PAGE_READ_BYTES, RunEffects};
 pub use record::{EffectRecord, EffectState, EffectSummary, Keying, Owner};
 
 /// Milliseconds since the Unix epoch.

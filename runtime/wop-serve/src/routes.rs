@@ -114,8 +114,9 @@ const MAX_AFTER_BYTES: usize = 256;
 /// `GET /runs/{runId}/effects?limit=&after=`: the caller's tenant's
 /// effects of a run, never their payloads, a page at a time (decision
 /// 0052): up to `limit` (default [`EFFECTS_PAGE`], at most
-/// [`MAX_PAGE`](wop_runtime::effects::MAX_PAGE)), with `next` to pass as
-/// `after` while there may be more.
+/// [`MAX_PAGE`](wop_runtime::effects::MAX_PAGE); fewer once the page has
+/// read [`PAGE_READ_BYTES`](wop_runtime::effects::PAGE_READ_BYTES) of
+/// records), with `next` to pass as `after` while there may be more.
 pub(crate) async fn effects(
     State(state): State<AppState>,
     headers: HeaderMap,

@@ -5,6 +5,9 @@
 //! holding a result of up to `maxResultBytes`. So a listing is never read
 //! whole: a page is at most [`MAX_PAGE`] entries of the run's index, and
 //! each entry's record is read once and decoded without its payloads.
+//! A store returns a record whole, payloads included, so a page also ends
+//! once it has read [`PAGE_READ_BYTES`] of records: what one request costs
+//! the host does not grow with the results a tenant chose to store.
 
 use super::record::{EffectState, EffectSummary, Keying};
 use super::{EffectError, Effects, key};
@@ -12,6 +15,11 @@ use serde::Deserialize;
 
 /// Most effects in one page of a run's listing.
 pub const MAX_PAGE: usize = 1000;
+
+/// Bytes of records a page reads before it ends (with a `next`), whatever
+/// its limit: at most this plus one record per request (a page always
+/// holds at least one entry, so a listing always moves on).
+pub const PAGE_READ_BYTES: usize = 8 << 20;
 
 /// One page of a run's effects, by effect id.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,7 +51,9 @@ impl Effects {
     /// `tenant`'s run `run_id`, by effect id, starting after the effect id
     /// `after` (a page's [`RunEffects::next`]). Never another tenant's run
     /// of the same id, whatever `after` holds: the scan stays within the
-    /// run's index range, and a record of another tenant is skipped.
+    /// run's index range, and a record of another tenant is skipped. The
+    /// page ends early, with a `next`, once it has read
+    /// [`PAGE_READ_BYTES`] of records.
     pub async fn list_run_page(
         &self,
         tenant: &str,
@@ -63,16 +73,24 @@ impl Effects {
             .iter()
             .filter_map(|(k, _)| k.strip_prefix(&prefix))
             .collect();
-        let next = match entries.len() == limit {
+        let mut next = match entries.len() == limit {
             true => ids.last().map(|id| (*id).to_owned()),
             false => None,
         };
         let mut effects = Vec::with_capacity(ids.len());
+        let (mut read, mut last) = (0usize, None);
         for id in ids {
+            if read >= PAGE_READ_BYTES {
+                // Continue after the last entry read (listed or skipped).
+                next = last.map(str::to_owned);
+                break;
+            }
+            last = Some(id);
             let k = key(id);
             let Some(bytes) = self.kv.get(&k).await? else {
                 continue; // purged since the index was read
             };
+            read = read.saturating_add(bytes.len());
             let r: Listed = serde_json::from_slice(&bytes).map_err(|e| EffectError::Corrupt {
                 key: k,
                 message: e.to_string(),

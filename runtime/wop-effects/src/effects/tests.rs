@@ -71,12 +71,59 @@ async fn claim(fx: &Effects, tenant: &str, run: &str, id: String) -> Box<EffectR
 
 /// Claims and completes `n` effects `<tag>00000…` in `tenant`'s run `run`.
 async fn claim_many(fx: &Effects, tenant: &str, run: &str, tag: &str, n: u32) {
+    claim_sized(fx, (tenant, run), tag, n, 4096).await;
+}
+
+/// [`claim_many`], each with a result of `bytes` characters (the listing
+/// must not carry them).
+async fn claim_sized(fx: &Effects, (tenant, run): (&str, &str), tag: &str, n: u32, bytes: usize) {
     for i in 0..n {
         let claimed = claim(fx, tenant, run, format!("{tag}{i:05}")).await;
-        // A large result: the listing must not carry it.
-        let big = Value::String("r".repeat(4096));
+        let big = Value::String("r".repeat(bytes));
         assert!(fx.complete(&claimed, Ok(big)).await.unwrap());
     }
+}
+
+/// The pages of `tenant`'s run `run` at `limit`, following `next`: their
+/// sizes and the effect ids in order.
+async fn pages(
+    fx: &Effects,
+    (tenant, run): (&str, &str),
+    limit: usize,
+) -> (Vec<usize>, Vec<String>) {
+    let (mut sizes, mut ids, mut after) = (Vec::new(), Vec::new(), None::<String>);
+    loop {
+        let page = fx
+            .list_run_page(tenant, run, after.as_deref(), limit)
+            .await
+            .unwrap();
+        sizes.push(page.effects.len());
+        ids.extend(page.effects.into_iter().map(|e| e.effect_id));
+        match page.next {
+            Some(n) => after = Some(n),
+            None => return (sizes, ids),
+        }
+    }
+}
+
+/// A page ends once it has read PAGE_READ_BYTES of records, whatever its
+/// limit: twelve records of just over 1 MiB are listed 8 + 4 at the
+/// largest limit, and nothing is lost or repeated; a smaller limit binds
+/// first; a single record larger than the bound is still listed.
+#[tokio::test]
+async fn a_page_ends_after_reading_its_bytes() {
+    let kv: Arc<dyn KvStore> = Arc::new(crate::store::MemoryStore::new());
+    let fx = Effects::new(kv.clone(), "ex");
+    claim_sized(&fx, ("t", "r"), "a", 12, 1 << 20).await;
+    let want: Vec<String> = (0..12).map(|i| format!("a{i:05}")).collect();
+    let (sizes, ids) = pages(&fx, ("t", "r"), MAX_PAGE).await;
+    assert_eq!(PAGE_READ_BYTES, 8 << 20);
+    assert_eq!(sizes, [8, 4]);
+    assert_eq!(ids, want);
+    assert_eq!(pages(&fx, ("t", "r"), 5).await, (vec![5, 5, 2], want));
+    claim_sized(&fx, ("t", "huge"), "h", 2, PAGE_READ_BYTES + 1).await;
+    let (sizes, _) = pages(&fx, ("t", "huge"), MAX_PAGE).await;
+    assert_eq!(sizes, [1, 1]);
 }
 
 #[tokio::test]
@@ -88,24 +135,10 @@ async fn a_run_is_listed_a_page_at_a_time_and_only_its_own() {
     // tenant whose id extends this one's.
     claim_many(&fx, "t2", "r", "b", 3).await;
     claim_many(&fx, "t", "r2", "c", 3).await;
-    let mut all = Vec::new();
-    let mut after: Option<String> = None;
-    let mut sizes = Vec::new();
-    loop {
-        let page = fx
-            .list_run_page("t", "r", after.as_deref(), MAX_PAGE)
-            .await
-            .unwrap();
-        sizes.push(page.effects.len());
-        for e in &page.effects {
-            assert_eq!(e.tool_id, "t:x");
-            assert_eq!(e.state, EffectState::Completed);
-        }
-        all.extend(page.effects.into_iter().map(|e| e.effect_id));
-        match page.next {
-            Some(n) => after = Some(n),
-            None => break,
-        }
+    let (sizes, all) = pages(&fx, ("t", "r"), MAX_PAGE).await;
+    for e in fx.list_run("t", "r").await.unwrap() {
+        assert_eq!(e.tool_id, "t:x");
+        assert_eq!(e.state, EffectState::Completed);
     }
     assert_eq!(sizes, [1000, 1000, 100]);
     let want: Vec<String> = (0..2100).map(|i| format!("a{i:05}")).collect();
