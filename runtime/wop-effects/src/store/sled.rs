@@ -291,6 +291,12 @@ impl SledStore {
                  move it aside",
                 self.path.display()
             )),
+            sled::Error::Io(io) if is_no_room(&io) => StoreError::Full(format!(
+                "{what} failed: the disk holding sled store at {} has no room ({io}); free \
+                 space, then restart the process (after a failed write sled can refuse \
+                 further operations until it is opened again)",
+                self.path.display()
+            )),
             e => StoreError::Io(format!(
                 "{what} failed on sled store at {}: {e}",
                 self.path.display()
@@ -308,6 +314,13 @@ impl SledStore {
             ))
         })
     }
+}
+
+/// An I/O error that means the disk (or the user's quota, or the file
+/// size limit) has no room for the write.
+fn is_no_room(io: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{FileTooLarge, QuotaExceeded, StorageFull};
+    matches!(io.kind(), StorageFull | QuotaExceeded | FileTooLarge)
 }
 
 fn open_error(path: &Path, e: sled::Error) -> StoreError {

@@ -210,3 +210,27 @@ async fn without_group_commit_every_write_flushes() {
     assert_eq!(flushes, 64);
     assert_all_present(&path, 64).await;
 }
+
+/// A write that fails for want of room (disk full, quota, file size
+/// limit) is `StoreError::Full`, so a node's invocation and a keyed
+/// request answer `effect_store_full` (`507`) rather than
+/// `internal_error`, with what to do; any other I/O error stays an I/O
+/// error.
+#[test]
+fn no_room_is_store_full_and_other_io_errors_are_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let io = |errno| sled::Error::Io(std::io::Error::from_raw_os_error(errno));
+    for errno in [
+        28,  /* ENOSPC */
+        122, /* EDQUOT */
+        27,  /* EFBIG */
+    ] {
+        let e = store.error("put", io(errno));
+        assert!(e.is_full(), "{errno}: {e}");
+        assert!(e.to_string().contains("has no room"), "{e}");
+        assert!(e.to_string().contains("restart"), "{e}");
+    }
+    let e = store.error("put", io(5 /* EIO */));
+    assert!(!e.is_full() && matches!(e, StoreError::Io(_)), "{e}");
+}
