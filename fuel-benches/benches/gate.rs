@@ -42,7 +42,14 @@ fn durable_claims(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let sled = |name: &str, group_commit: bool| -> Arc<dyn KvStore> {
         Arc::new(
-            SledStore::open_with(&dir.path().join(name), SledOptions { group_commit }).unwrap(),
+            SledStore::open_with(
+                &dir.path().join(name),
+                SledOptions {
+                    group_commit,
+                    ..SledOptions::default()
+                },
+            )
+            .unwrap(),
         )
     };
     let stores: Vec<(&str, Arc<dyn KvStore>)> = vec![

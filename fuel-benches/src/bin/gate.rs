@@ -78,7 +78,14 @@ async fn main() {
         let mut res = Vec::new();
         for gc in [false, true] {
             let dir = tempfile::tempdir().unwrap();
-            let s = SledStore::open_with(dir.path(), SledOptions { group_commit: gc }).unwrap();
+            let s = SledStore::open_with(
+                dir.path(),
+                SledOptions {
+                    group_commit: gc,
+                    ..SledOptions::default()
+                },
+            )
+            .unwrap();
             let total = conc * per.max(20);
             let elapsed = claims(Arc::new(s), conc, total).await.unwrap();
             res.push(total as f64 / elapsed.as_secs_f64());

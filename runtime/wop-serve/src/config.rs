@@ -17,6 +17,7 @@
 //! idleReleaseMs = 30000       # idle this long: the sandbox pool's kept memory goes back to the OS (0: never)
 //! retentionPurgeMinutes = 60  # effect and usage records past the retention are deleted this often (0: never)
 //! memoryStoreBytes = 1073741824  # --memory-store: the most it holds; past it new claims → effect_store_full
+//! diskReserveBytes = 268435456   # sled store: free space kept on its disk; below it new claims → effect_store_full (default: a tenth of the disk, 16–256 MiB)
 //! retryAfterSecs = 1          # `Retry-After` on 503
 //! anonymousLoopback = false   # serve without a token (loopback listen only)
 //! anonymousScopes = []
@@ -111,6 +112,16 @@ pub struct ServeConfig {
     /// effect already claimed may use an eighth more (decision 0046). At
     /// least 1 MiB. Default 1 GiB.
     pub memory_store_bytes: u64,
+    /// On a sled store: the bytes of free space kept on the store's disk
+    /// (decision 0053). A write that would leave less is refused before
+    /// it reaches sled, which does not recover from a full disk without
+    /// a restart: a new effect claim, an idempotency claim, a run's ledger
+    /// or a usage record with `effect_store_full` (`507` for an
+    /// idempotent request) below this, a claim's outcome or a ledger's
+    /// debit below half of it; removals (retention) always go ahead.
+    /// Writes resume by themselves once space returns. 0: no reserve.
+    /// Default: a tenth of the disk, within 16 MiB to 256 MiB.
+    pub disk_reserve_bytes: Option<u64>,
     /// Usage of runs **without a budget** (usage records and roll-ups) is
     /// written off the response path, at most this many ms after the
     /// invocation (or once 1,000 are waiting), and at drain; `GET
@@ -209,6 +220,7 @@ impl Default for ServeConfig {
             idle_release_ms: 30_000,
             retention_purge_minutes: 60,
             memory_store_bytes: wop_runtime::store::MEMORY_STORE_BYTES,
+            disk_reserve_bytes: None,
             usage_defer_ms: None,
             retry_after_secs: 1,
             anonymous_loopback: false,

@@ -309,7 +309,12 @@ impl Server {
                 Arc::new(wop_runtime::store::MemoryStore::with_capacity(bytes))
             }
             StoreChoice::Spec(s) => {
-                wop_runtime::store::open(s).map_err(|e| ServeError::Store(e.to_string()))?
+                let sled = wop_runtime::store::SledOptions {
+                    reserve: cfg.disk_reserve_bytes,
+                    ..Default::default()
+                };
+                wop_runtime::store::open_with(s, sled)
+                    .map_err(|e| ServeError::Store(e.to_string()))?
             }
             StoreChoice::Custom(s) => s.clone(),
         };

@@ -20,7 +20,10 @@ mod memory;
 pub mod postgres;
 mod sled;
 
-pub use self::sled::{SLED_CACHE_BYTES, SledOptions, SledStore};
+pub use self::sled::{
+    DEFAULT_RESERVE_MAX, DEFAULT_RESERVE_MIN, SLED_CACHE_BYTES, SledOptions, SledStore,
+    default_reserve,
+};
 pub use kv::{CasResult, KvStore, StoreError};
 pub use memory::{MEMORY_STORE_BYTES, MemoryStore};
 #[cfg(feature = "postgres")]
@@ -48,6 +51,15 @@ pub fn is_postgres_url(spec: &str) -> bool {
 ///
 /// Errors never contain the URL's password.
 pub fn open(spec: &str) -> Result<std::sync::Arc<dyn KvStore>, StoreError> {
+    open_with(spec, SledOptions::default())
+}
+
+/// As [`open`], with `options` for a sled store (a PostgreSQL store
+/// ignores them).
+pub fn open_with(
+    spec: &str,
+    options: SledOptions,
+) -> Result<std::sync::Arc<dyn KvStore>, StoreError> {
     if is_postgres_url(spec) {
         #[cfg(feature = "postgres")]
         {
@@ -66,7 +78,7 @@ pub fn open(spec: &str) -> Result<std::sync::Arc<dyn KvStore>, StoreError> {
             "empty store spec: give a directory or a postgres:// URL".to_owned(),
         ));
     }
-    let store = std::sync::Arc::new(SledStore::open(std::path::Path::new(spec))?);
+    let store = std::sync::Arc::new(SledStore::open_with(std::path::Path::new(spec), options)?);
     on_helper_thread("the key layout upgrade", || async {
         crate::store::keyspace::upgrade(&*store).await.map(|_| ())
     })?;
@@ -128,6 +140,7 @@ mod tests {
             &dir.path().join("db"),
             SledOptions {
                 group_commit: false,
+                ..SledOptions::default()
             },
         )
         .unwrap();

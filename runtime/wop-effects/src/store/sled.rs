@@ -20,6 +20,8 @@
 //! with no write in flight cost one uncontended mutex lookup more.
 
 use super::{CasResult, KvStore, StoreError};
+pub use room::{DEFAULT_RESERVE_MAX, DEFAULT_RESERVE_MIN, default_reserve};
+use room::{Growth, Room};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,11 +41,21 @@ pub struct SledOptions {
     /// Share flushes between concurrent writers (see the module docs).
     /// When off, every successful write issues its own flush.
     pub group_commit: bool,
+    /// Bytes of free space kept on the store's disk (decision 0053): a
+    /// write that would leave less is refused with [`StoreError::Full`]
+    /// before it reaches sled, which does not recover from a disk that
+    /// fills (see the `room` module). `None` (the default):
+    /// [`default_reserve`] of the filesystem, a tenth of it within 16 MiB
+    /// to 256 MiB. `Some(0)`: no reserve.
+    pub reserve: Option<u64>,
 }
 
 impl Default for SledOptions {
     fn default() -> Self {
-        SledOptions { group_commit: true }
+        SledOptions {
+            group_commit: true,
+            reserve: None,
+        }
     }
 }
 
@@ -80,6 +92,8 @@ pub struct SledStore {
     /// Keys with writes that may not be durable yet.
     pending: Mutex<HashMap<String, Pending>>,
     flush_delay: std::time::Duration,
+    /// The free space kept on the store's disk.
+    room: Room,
 }
 
 impl SledStore {
@@ -102,6 +116,7 @@ impl SledStore {
             .cache_capacity(SLED_CACHE_BYTES)
             .open()
             .map_err(|e| open_error(path, e))?;
+        let room = Room::new(path, options.reserve)?;
         Ok(SledStore {
             db,
             path: path.to_owned(),
@@ -114,6 +129,7 @@ impl SledStore {
             read_waits: AtomicU64::new(0),
             pending: Mutex::new(HashMap::new()),
             flush_delay: std::time::Duration::ZERO,
+            room,
         })
     }
 
@@ -128,6 +144,11 @@ impl SledStore {
     /// The directory this store lives in.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The bytes of free space this store keeps on its disk (0: none).
+    pub fn reserve(&self) -> u64 {
+        self.room.reserve()
     }
 
     /// How many flushes this store has issued since it was opened.
@@ -316,6 +337,11 @@ impl SledStore {
     }
 }
 
+/// About what a write of `key` = `value` adds to the store on disk.
+fn written_bytes(key: &str, value: &[u8]) -> u64 {
+    u64::try_from(key.len() + value.len()).unwrap_or(u64::MAX)
+}
+
 /// An I/O error that means the disk (or the user's quota, or the file
 /// size limit) has no room for the write.
 fn is_no_room(io: &std::io::Error) -> bool {
@@ -356,6 +382,21 @@ impl KvStore for SledStore {
         expected: Option<&[u8]>,
         new: Option<Vec<u8>>,
     ) -> Result<CasResult, StoreError> {
+        if let Some(v) = &new {
+            let growth = match expected {
+                None => Growth::New,
+                Some(_) => Growth::Replace,
+            };
+            if let Err(refused) = self.room.admit(growth, written_bytes(key, v)) {
+                // A swap that would fail writes nothing: answer it as sled
+                // would (a replay finds its recorded claim on a full disk).
+                let current = self.get(key).await?;
+                if current.as_deref() != expected {
+                    return Ok(Err(current));
+                }
+                return Err(refused);
+            }
+        }
         self.begin_write(key);
         let swapped = match self.db.compare_and_swap(key.as_bytes(), expected, new) {
             Ok(s) => s,
@@ -393,6 +434,14 @@ impl KvStore for SledStore {
     }
 
     async fn put(&self, key: &str, value: Vec<u8>) -> Result<(), StoreError> {
+        if let Err(refused) = self.room.admit(Growth::New, written_bytes(key, &value)) {
+            // Writing the value the key already holds changes nothing (a
+            // replayed claim's index entry).
+            if self.get(key).await?.as_deref() == Some(&value[..]) {
+                return Ok(());
+            }
+            return Err(refused);
+        }
         self.begin_write(key);
         if let Err(e) = self.db.insert(key.as_bytes(), value) {
             self.end_write(key, None);
@@ -458,5 +507,6 @@ impl KvStore for SledStore {
     }
 }
 
+mod room;
 #[cfg(test)]
 mod tests;

@@ -7,6 +7,7 @@ mod backpressure;
 mod cluster;
 mod console;
 mod credentials;
+mod full_disk;
 mod guard;
 mod idempotency;
 mod idle;

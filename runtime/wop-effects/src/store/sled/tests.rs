@@ -1,4 +1,5 @@
 use super::*;
+use std::path::Path;
 use std::sync::Arc;
 
 #[tokio::test]
@@ -203,6 +204,7 @@ async fn without_group_commit_every_write_flushes() {
         &path,
         SledOptions {
             group_commit: false,
+            ..SledOptions::default()
         },
         64,
     )
@@ -233,4 +235,138 @@ fn no_room_is_store_full_and_other_io_errors_are_not() {
     }
     let e = store.error("put", io(5 /* EIO */));
     assert!(!e.is_full() && matches!(e, StoreError::Io(_)), "{e}");
+}
+
+/// Bytes available on the filesystem holding `dir` now.
+fn free_bytes(dir: &Path) -> u64 {
+    let s = rustix::fs::statvfs(dir).unwrap();
+    s.f_bavail * s.f_frsize
+}
+
+fn with_reserve(path: &Path, reserve: u64) -> SledStore {
+    let options = SledOptions {
+        reserve: Some(reserve),
+        ..SledOptions::default()
+    };
+    SledStore::open_with(path, options).unwrap()
+}
+
+/// With less free space on its disk than its reserve (decision 0053), the
+/// store refuses every write that could grow it with `StoreError::Full`
+/// before it reaches sled (so sled never meets a full disk, which it does
+/// not recover from), and writes nothing; reads and removals go on.
+/// Checked against the real disk's free space (`statvfs`): a reserve no
+/// disk can meet.
+#[tokio::test]
+async fn below_the_reserve_nothing_grows_and_removals_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    {
+        let store = with_reserve(&path, 0);
+        assert_eq!(store.reserve(), 0);
+        store.put("old", b"v".to_vec()).await.unwrap();
+        store.put("gone", b"v".to_vec()).await.unwrap();
+    }
+    let store = with_reserve(&path, u64::MAX / 4);
+    let refused = [
+        store
+            .compare_and_swap("new", None, Some(b"claim".to_vec()))
+            .await
+            .map(|_| ()),
+        store.put("new", b"usage".to_vec()).await,
+        store
+            .compare_and_swap("old", Some(b"v"), Some(b"settled".to_vec()))
+            .await
+            .map(|_| ()),
+        store.put("old", b"over".to_vec()).await,
+    ];
+    for r in refused {
+        let e = r.unwrap_err();
+        assert!(e.is_full(), "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("kept free") && msg.contains("diskReserveBytes"),
+            "{msg}"
+        );
+        assert!(msg.contains("resume by themselves"), "{msg}");
+        assert!(!msg.contains(&dir.path().display().to_string()), "{msg}");
+    }
+    assert_eq!(store.get("new").await.unwrap(), None);
+    assert_eq!(store.get("old").await.unwrap().as_deref(), Some(&b"v"[..]));
+    // Writes that would change nothing answer as before: a swap that
+    // cannot happen reports the current value (a replay finds its claim),
+    // and a put of the value already there succeeds.
+    assert_eq!(
+        store
+            .compare_and_swap("old", None, Some(b"claim".to_vec()))
+            .await
+            .unwrap(),
+        Err(Some(b"v".to_vec()))
+    );
+    assert_eq!(
+        store
+            .compare_and_swap("new", Some(b"x"), Some(b"y".to_vec()))
+            .await
+            .unwrap(),
+        Err(None)
+    );
+    store.put("old", b"v".to_vec()).await.unwrap();
+    store.remove("gone").await.unwrap();
+    assert_eq!(
+        store
+            .compare_and_swap("old", Some(b"v"), None)
+            .await
+            .unwrap(),
+        Ok(())
+    );
+    assert_eq!(store.scan_prefix("", 10).await.unwrap(), Vec::new());
+}
+
+/// Between the reserve and half of it, a write that creates a key is
+/// refused and one that replaces a value goes ahead, so work already
+/// admitted (a claim's outcome, a ledger's debit) can finish.
+#[tokio::test]
+async fn between_the_reserve_and_its_half_only_replacements_go_ahead() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    {
+        with_reserve(&path, 0)
+            .put("claim", b"claimed".to_vec())
+            .await
+            .unwrap();
+    }
+    // Free space is about two thirds of the reserve: below it, and well
+    // above its half however the shared disk moves meanwhile.
+    let store = with_reserve(&path, free_bytes(dir.path()) / 2 * 3);
+    let e = store
+        .compare_and_swap("claim2", None, Some(b"claimed".to_vec()))
+        .await
+        .unwrap_err();
+    assert!(e.is_full(), "{e}");
+    assert_eq!(
+        store
+            .compare_and_swap("claim", Some(b"claimed"), Some(b"settled".to_vec()))
+            .await
+            .unwrap(),
+        Ok(())
+    );
+    assert_eq!(
+        store.get("claim").await.unwrap().as_deref(),
+        Some(&b"settled"[..])
+    );
+}
+
+/// The default reserve is a tenth of the disk, within 16 MiB to 256 MiB.
+#[test]
+fn the_default_reserve_is_a_tenth_of_the_disk_within_bounds() {
+    assert_eq!(default_reserve(24 << 20), DEFAULT_RESERVE_MIN);
+    assert_eq!(default_reserve(1 << 30), (1 << 30) / 10);
+    assert_eq!(default_reserve(1 << 40), DEFAULT_RESERVE_MAX);
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(&dir.path().join("db")).unwrap();
+    let size = {
+        let s = rustix::fs::statvfs(dir.path()).unwrap();
+        s.f_blocks * s.f_frsize
+    };
+    assert_eq!(store.reserve(), default_reserve(size));
 }
