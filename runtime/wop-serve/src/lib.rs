@@ -83,6 +83,7 @@ mod server;
 mod slots;
 mod sse;
 mod state;
+mod store_choice;
 mod wire;
 
 pub use api::OPERATOR_SCOPE;

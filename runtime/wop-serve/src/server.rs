@@ -2,6 +2,7 @@
 
 use crate::config::{ServeConfig, valid_tenant};
 use crate::state::{NodeInfo, Shared};
+pub use crate::store_choice::StoreChoice;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
@@ -17,20 +18,8 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use wop_runtime::metering::UsageCommit;
-use wop_runtime::store::KvStore;
 use wop_runtime::tools::RegisteredTool;
 use wop_runtime::{Policy, Principal, Runtime, RuntimeConfig};
-
-/// Where effect claims, recorded responses and usage live.
-#[derive(Clone)]
-pub enum StoreChoice {
-    /// A sled directory or a `postgres://` URL (`wop_runtime::store::open`).
-    Spec(String),
-    /// In memory: lost at exit (tests, benchmarks).
-    Memory,
-    /// A store the embedder built.
-    Custom(Arc<dyn KvStore>),
-}
 
 /// Everything [`serve`] needs. Builder setters document their defaults.
 #[derive(Clone)]
@@ -219,9 +208,6 @@ const REFUSING_MAX: usize = 256;
 /// The longest `usageDeferMs` (the most usage a crash may lose).
 const MAX_USAGE_DEFER_MS: u64 = 1000;
 
-/// `usageDeferMs` on a store only this process uses (sled, memory).
-const DEFAULT_USAGE_DEFER_MS: u64 = 10;
-
 /// How long a refused connection may take to receive its `503` and close.
 const REFUSE_LINGER: Duration = Duration::from_secs(1);
 /// How much of a refused connection's request is read (and discarded) so
@@ -303,33 +289,17 @@ impl Server {
                 },
             );
         }
-        let store: Arc<dyn KvStore> = match &opts.store {
-            StoreChoice::Memory => {
-                let bytes = cfg.memory_store_bytes;
-                Arc::new(wop_runtime::store::MemoryStore::with_capacity(bytes))
-            }
-            StoreChoice::Spec(s) => {
-                let sled = wop_runtime::store::SledOptions {
-                    reserve: cfg.disk_reserve_bytes,
-                    ..Default::default()
-                };
-                wop_runtime::store::open_with(s, sled)
-                    .map_err(|e| ServeError::Store(e.to_string()))?
-            }
-            StoreChoice::Custom(s) => s.clone(),
-        };
+        let store = opts.store.open(&cfg).map_err(ServeError::Store)?;
         let mut rc = RuntimeConfig::new();
-        rc.policy(opts.policy.clone()).effect_store(store);
+        rc.policy(opts.policy.clone()).effect_store(store.clone());
         if let StoreChoice::Memory = &opts.store {
             // Nothing purges it and nothing else reads it: keep its usage
             // bounded, as the library does on its own in-memory store.
             rc.usage_entries(Some(wop_runtime::metering::USAGE_ENTRIES_IN_MEMORY));
         }
-        let defer_ms = cfg.usage_defer_ms.unwrap_or(match &opts.store {
-            StoreChoice::Spec(s) if wop_runtime::store::is_postgres_url(s) => 0,
-            StoreChoice::Custom(_) => 0,
-            StoreChoice::Spec(_) | StoreChoice::Memory => DEFAULT_USAGE_DEFER_MS,
-        });
+        let defer_ms = cfg
+            .usage_defer_ms
+            .unwrap_or_else(|| opts.store.usage_defer_ms());
         if defer_ms > MAX_USAGE_DEFER_MS {
             return Err(ServeError::Config(format!(
                 "usageDeferMs = {defer_ms} is more than {MAX_USAGE_DEFER_MS}: a crash loses up \
@@ -427,6 +397,7 @@ impl Server {
             crate::slots::default_per_tenant(cfg.max_in_flight, tenants.len())
         });
         let state = Arc::new(Shared {
+            store,
             slots: crate::slots::Slots::new(permits.clone(), per_tenant),
             permits,
             admitted: AtomicU64::new(0),

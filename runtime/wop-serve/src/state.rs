@@ -45,6 +45,9 @@ impl NodeInfo {
 /// Everything the handlers share.
 pub(crate) struct Shared {
     pub rt: Runtime,
+    /// The effect store the runtime was given (for its room in
+    /// `/metrics` and `/healthz`).
+    pub store: Arc<dyn wop_runtime::store::KvStore>,
     pub cfg: ServeConfig,
     /// `cfg.allowed_origins`, normalized (see `guard`).
     pub origins: Vec<String>,
@@ -158,6 +161,7 @@ impl Shared {
             trace_spans_dropped: m(spans_dropped),
             trace_exports_failed: m(exports_failed),
             mcp: self.rt.mcp_servers(),
+            store: (self.store.backend(), self.store.room()),
         })
     }
 
@@ -176,6 +180,12 @@ impl Shared {
             "maxConnections": self.cfg.max_connections,
             "connectionsRefused": self.conns_refused.load(Ordering::Relaxed),
             "idleReleases": self.rt.stats().idle_releases,
+            // `low`: new claims are refused for want of room (decision
+            // 0053); not a reason to restart, so the status stays `ok`.
+            "store": match self.store.room() {
+                Some(r) if r.is_low() => "low",
+                _ => "ok",
+            },
         })
     }
 }

@@ -28,6 +28,27 @@ impl StoreError {
     }
 }
 
+/// How much room a store has left, for operators (`wop serve`'s
+/// `/metrics` and `/healthz`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreRoom {
+    /// Bytes the store can still grow by: free space on a sled store's
+    /// disk, what is left of a bounded in-memory store's capacity.
+    pub free_bytes: u64,
+    /// Of those, what is kept back: below it, writes that create a key
+    /// are refused (a sled store's `diskReserveBytes`; 0 in memory).
+    pub reserve_bytes: u64,
+    /// Writes refused for want of room since the store was opened.
+    pub refused_writes: u64,
+}
+
+impl StoreRoom {
+    /// Whether the store refuses new keys now (new claims, ledgers, usage).
+    pub fn is_low(&self) -> bool {
+        self.free_bytes <= self.reserve_bytes
+    }
+}
+
 /// The result of [`KvStore::compare_and_swap`]: `Ok(())` if the swap
 /// happened, otherwise `Err(current value)`.
 pub type CasResult = Result<(), Option<Vec<u8>>>;
@@ -125,6 +146,13 @@ pub trait KvStore: Send + Sync {
     /// default, `false`.
     fn failed_swap_reads_free(&self) -> bool {
         false
+    }
+
+    /// How much room the store has left, when it knows (a sled store: its
+    /// disk's free space, read now; a bounded in-memory store: its
+    /// capacity). The default, for a store that does not: `None`.
+    fn room(&self) -> Option<StoreRoom> {
+        None
     }
 
     /// A short name for messages (`"memory"`, `"sled"`, `"postgres"`).

@@ -24,6 +24,8 @@ pub struct MemoryStore {
     inner: Mutex<Inner>,
     /// The most bytes of new entries it takes (`None`: unbounded).
     capacity: Option<u64>,
+    /// Writes refused for want of room.
+    refused: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -55,6 +57,7 @@ impl MemoryStore {
         MemoryStore {
             inner: Mutex::default(),
             capacity: Some(bytes),
+            refused: Default::default(),
         }
     }
 
@@ -99,6 +102,8 @@ impl MemoryStore {
         if after <= limit {
             return Ok(());
         }
+        self.refused
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Err(StoreError::Full(format!(
             "the in-memory store holds {held} of its {cap} bytes and this write needs {} more; \
              nothing was written. Use a durable store (`wop serve --store`), raise the \
@@ -234,6 +239,15 @@ impl KvStore for MemoryStore {
 
     fn failed_swap_reads_free(&self) -> bool {
         true
+    }
+
+    fn room(&self) -> Option<super::StoreRoom> {
+        let cap = self.capacity?;
+        Some(super::StoreRoom {
+            free_bytes: cap.saturating_sub(self.bytes()),
+            reserve_bytes: 0,
+            refused_writes: self.refused.load(std::sync::atomic::Ordering::Relaxed),
+        })
     }
 
     fn backend(&self) -> &'static str {

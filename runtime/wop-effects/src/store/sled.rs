@@ -19,7 +19,7 @@
 //! durable (sharing the group-commit flush), then returns. Reads of keys
 //! with no write in flight cost one uncontended mutex lookup more.
 
-use super::{CasResult, KvStore, StoreError};
+use super::{CasResult, KvStore, StoreError, StoreRoom};
 pub use room::{DEFAULT_RESERVE_MAX, DEFAULT_RESERVE_MIN, default_reserve};
 use room::{Growth, Room};
 use std::collections::HashMap;
@@ -394,6 +394,7 @@ impl KvStore for SledStore {
                 if current.as_deref() != expected {
                     return Ok(Err(current));
                 }
+                self.room.count_refusal();
                 return Err(refused);
             }
         }
@@ -440,6 +441,7 @@ impl KvStore for SledStore {
             if self.get(key).await?.as_deref() == Some(&value[..]) {
                 return Ok(());
             }
+            self.room.count_refusal();
             return Err(refused);
         }
         self.begin_write(key);
@@ -500,6 +502,10 @@ impl KvStore for SledStore {
 
     fn failed_swap_reads_free(&self) -> bool {
         true
+    }
+
+    fn room(&self) -> Option<StoreRoom> {
+        self.room.now().ok()
     }
 
     fn backend(&self) -> &'static str {

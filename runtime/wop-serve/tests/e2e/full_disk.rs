@@ -8,7 +8,7 @@
 //! and writes resume by themselves once space returns.
 
 use super::*;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -65,6 +65,19 @@ async fn keyed(addr: SocketAddr, token: &str, key: &str, name: &str) -> Resp {
         .expect("a request on a full disk is answered, not stalled")
 }
 
+/// `/healthz`'s `store` (`ok` or `low`).
+async fn health_store(addr: SocketAddr) -> Value {
+    let h = get(addr, TOKEN, "/healthz").await;
+    assert_eq!(h.status, 200, "low room is not a reason to restart");
+    assert_eq!(h.json()["status"], "ok");
+    h.json()["store"].clone()
+}
+
+/// A labelled gauge of the sled store in `/metrics`.
+async fn sled_gauge(addr: SocketAddr, name: &str) -> Option<u64> {
+    metric_of(addr, &format!("wop_store_{name}{{backend=\"sled\"}}")).await
+}
+
 /// A `507 effect_store_full` that says the reserve refused the write.
 fn assert_reserve_refused(r: &Resp) {
     let body = String::from_utf8_lossy(&r.body).into_owned();
@@ -97,8 +110,12 @@ async fn below_the_disk_reserve_a_keyed_request_is_507_and_nothing_is_stored() {
     assert!(e.to_string().contains("diskReserveBytes"), "{e}");
     drop(wop_runtime::store::open(&spec).unwrap());
     let s = start_on("", &cfg, &["hello"], wop_serve::StoreChoice::Spec(spec)).await;
+    assert_eq!(health_store(s.addr).await, "low");
+    assert_eq!(sled_gauge(s.addr, "reserve_bytes").await, Some(1 << 60));
+    assert_eq!(sled_gauge(s.addr, "refused_writes").await, Some(0));
     let r = keyed(s.addr, TOKEN, "k1", "Ada").await;
     assert_reserve_refused(&r);
+    assert_eq!(sled_gauge(s.addr, "refused_writes").await, Some(1));
     assert_eq!(r.header("idempotent-replayed"), None);
     let msg = r.json()["message"].as_str().unwrap_or_default().to_owned();
     assert!(!msg.contains(&dir.path().display().to_string()), "{msg}");
@@ -125,6 +142,9 @@ async fn a_disk_that_fills_refuses_at_its_reserve_and_recovers_when_space_return
     std::fs::write(&filler, vec![7u8; 12 << 20]).unwrap();
     let store = wop_serve::StoreChoice::Spec(disk.path().join("fx").display().to_string());
     let s = start_on("", &serve_toml(""), &["hello"], store).await;
+    assert_eq!(health_store(s.addr).await, "ok");
+    let reserve = sled_gauge(s.addr, "reserve_bytes").await.unwrap();
+    assert_eq!(reserve, 16 << 20, "the default reserve of a 48 MiB disk");
     let name = "x".repeat(400_000);
     let mut stored = 0;
     let refused = loop {
@@ -144,6 +164,9 @@ async fn a_disk_that_fills_refuses_at_its_reserve_and_recovers_when_space_return
     );
     eprintln!("full_disk: {stored} responses stored before the reserve");
     assert_reserve_refused(&refused);
+    assert_eq!(health_store(s.addr).await, "low");
+    let free = sled_gauge(s.addr, "free_bytes").await.unwrap();
+    assert!(free > 0 && free <= reserve, "{free} free, {reserve} kept");
     // Every tenant is refused alike, and at once.
     assert_reserve_refused(&keyed(s.addr, OTHER_TOKEN, "g1", "Ada").await);
     // What was recorded still replays.
@@ -152,6 +175,7 @@ async fn a_disk_that_fills_refuses_at_its_reserve_and_recovers_when_space_return
     assert_eq!(again.header("idempotent-replayed"), Some("true"));
     // Space returns: writes resume without a restart.
     std::fs::remove_file(&filler).unwrap();
+    assert_eq!(health_store(s.addr).await, "ok");
     let r = keyed(s.addr, OTHER_TOKEN, "g2", "Ada").await;
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(r.json()["outcome"], "completed");

@@ -43,7 +43,7 @@ async fn a_client_cannot_grow_the_memory_store_past_its_capacity() {
          [packs.tool-call]\ncapabilities = [\"tools\"]\ntools = [\"crm:*\"]\n",
         upstream.url("/w")
     );
-    let cfg = "anonymousLoopback = true\nmemoryStoreBytes = 2097152";
+    let cfg = &serve_toml("anonymousLoopback = true\nmemoryStoreBytes = 2097152");
     let store = wop_serve::StoreChoice::Memory;
     let s = start_on(&policy, cfg, &["hello", "tool-call"], store).await;
     let big = json!({"typeId": "wop.samples.hello", "inputs": {"name": "A".repeat(100_000)}});
@@ -68,6 +68,11 @@ async fn a_client_cannot_grow_the_memory_store_past_its_capacity() {
         b["message"].as_str().unwrap().contains("durable store"),
         "{b}"
     );
+    // Operators see it: the refusal and what is left of the capacity.
+    let gauge = |name: &str| format!("wop_store_{name}{{backend=\"memory\"}}");
+    assert!(metric_of(s.addr, &gauge("refused_writes")).await >= Some(1));
+    let free = metric_of(s.addr, &gauge("free_bytes")).await.unwrap();
+    assert!(free < 2 << 20, "{free}");
 
     // What was recorded still replays.
     let again = keyed(s.addr, "key-0", &big).await;

@@ -21,9 +21,10 @@
 //! an eighth of the reserve, and always before a refusal, so a refusal is
 //! never based on a stale figure.
 
-use super::super::StoreError;
+use super::super::{StoreError, StoreRoom};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// The most free space the default reserve asks for.
@@ -51,6 +52,8 @@ pub(crate) struct Room {
     dir: PathBuf,
     reserve: u64,
     seen: Mutex<Seen>,
+    /// Writes refused since the store was opened.
+    refused: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -99,6 +102,22 @@ impl Room {
                 free,
                 since: 0,
             }),
+            refused: AtomicU64::new(0),
+        })
+    }
+
+    /// Counts a write refused for want of room.
+    pub(crate) fn count_refusal(&self) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The free space now (read afresh), the reserve and the refusals.
+    pub(crate) fn now(&self) -> Result<StoreRoom, StoreError> {
+        let (free, _) = stat(&self.dir)?;
+        Ok(StoreRoom {
+            free_bytes: free,
+            reserve_bytes: self.reserve,
+            refused_writes: self.refused.load(Ordering::Relaxed),
         })
     }
 
