@@ -99,16 +99,19 @@ fn assert_reserve_refused(r: &Resp) {
 async fn below_the_disk_reserve_a_keyed_request_is_507_and_nothing_is_stored() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("fx").display().to_string();
+    // A store made while there was room.
+    drop(wop_runtime::store::open(&spec).unwrap());
     let cfg = serve_toml("diskReserveBytes = 1152921504606846976");
+    // A new store is not created below the reserve.
+    let fresh = dir.path().join("new").display().to_string();
     let mut opts = ServeOptions::new("127.0.0.1:0".parse().unwrap());
-    opts.store(wop_serve::StoreChoice::Spec(spec.clone()))
+    opts.store(wop_serve::StoreChoice::Spec(fresh))
         .config(ServeConfig::from_toml(&cfg).unwrap());
     let e = Server::bind(opts)
         .await
         .err()
         .expect("no store below the reserve");
     assert!(e.to_string().contains("diskReserveBytes"), "{e}");
-    drop(wop_runtime::store::open(&spec).unwrap());
     let s = start_on("", &cfg, &["hello"], wop_serve::StoreChoice::Spec(spec)).await;
     assert_eq!(health_store(s.addr).await, "low");
     assert_eq!(sled_gauge(s.addr, "reserve_bytes").await, Some(1 << 60));

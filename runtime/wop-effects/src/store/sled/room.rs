@@ -164,7 +164,10 @@ impl Room {
     }
 }
 
-/// `bytes` in MiB for messages.
+/// `bytes` for messages: in MiB from 1 MiB, else in bytes.
 fn mib(bytes: u64) -> String {
+    if bytes < 1 << 20 {
+        return format!("{bytes} bytes");
+    }
     format!("{:.1} MiB", bytes as f64 / f64::from(1u32 << 20))
 }
