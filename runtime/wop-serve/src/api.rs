@@ -132,6 +132,36 @@ impl ApiError {
         }
     }
 
+    /// Why `tenant`'s listing got no listing slot: `503` (all
+    /// [`LISTINGS`](crate::slots::LISTINGS) taken) or `429` (its share).
+    pub(crate) fn no_listing_slot(refused: Refused, tenant: &str, retry_after: u64) -> Self {
+        let (status, code, message) = match refused {
+            Refused::Full => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                ApiCode::ServiceUnavailable,
+                format!(
+                    "the executor is reading {} listings, as many as it reads at once; retry \
+                     later",
+                    crate::slots::LISTINGS
+                ),
+            ),
+            Refused::Tenant(cap) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                ErrorCode::RateLimited.into(),
+                format!(
+                    "tenant `{tenant}` has {cap} listings being read, as many as one tenant may \
+                     at once; retry when one has finished"
+                ),
+            ),
+        };
+        let mut e = Self::new(status, code, message);
+        e.details = Some(
+            json!({"tenant": tenant, "maxListingsPerTenant": crate::slots::LISTINGS_PER_TENANT}),
+        );
+        e.retry_after = Some(retry_after);
+        e
+    }
+
     /// `429 rate_limited`: `tenant` holds `cap` invocation slots, its
     /// share (`maxInFlightPerTenant`).
     pub(crate) fn tenant_busy(tenant: &str, cap: usize, retry_after: u64) -> Self {

@@ -97,6 +97,17 @@ pub(crate) async fn tool(
     }
 }
 
+/// A listing slot, for a read of the store a caller can repeat at will
+/// (a run's effects, usage): each read is bounded per request, and the
+/// slots bound how many run at once, in all and per tenant (`503`/`429`
+/// with `Retry-After` past them), apart from the invocation slots.
+fn listing_slot(state: &AppState, tenant: &str) -> Result<crate::slots::Slot, ApiError> {
+    state
+        .listings
+        .admit(tenant)
+        .map_err(|r| ApiError::no_listing_slot(r, tenant, state.cfg.retry_after_secs))
+}
+
 /// `?limit=&after=` of `/runs/{runId}/effects`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -147,6 +158,10 @@ pub(crate) async fn effects(
         .into_response();
     }
     let run_id = decode_run_id(&raw);
+    let _slot = match listing_slot(&state, &p.tenant) {
+        Ok(slot) => slot,
+        Err(refused) => return refused.into_response(),
+    };
     // The caller's tenant's run of that id; another tenant's is another
     // run. The listing checks each record's tenant again.
     let page = state
@@ -203,6 +218,10 @@ pub(crate) async fn usage(
     };
     let Ok(Query(q)) = q else {
         return ApiError::validation("query parameters: run, pack, limit, after").into_response();
+    };
+    let _slot = match listing_slot(&state, &p.tenant) {
+        Ok(slot) => slot,
+        Err(refused) => return refused.into_response(),
     };
     let Some(run) = &q.run else {
         if let Err(e) = operator(&p, "usage across runs (without ?run=) needs") {

@@ -399,6 +399,10 @@ impl Server {
         let state = Arc::new(Shared {
             store,
             slots: crate::slots::Slots::new(permits.clone(), per_tenant),
+            listings: crate::slots::Slots::new(
+                Arc::new(Semaphore::new(crate::slots::LISTINGS)),
+                crate::slots::LISTINGS_PER_TENANT,
+            ),
             permits,
             admitted: AtomicU64::new(0),
             conns: Arc::new(Semaphore::new(cfg.max_connections)),

@@ -7,7 +7,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// The server's invocation slots.
+/// Listings (a run's effects, usage) read at once, in all: each reads at
+/// most a page (8 MiB of records plus one), so these bound what listings
+/// hold together, apart from the invocation slots (decision 0052).
+pub(crate) const LISTINGS: usize = 16;
+/// Listings one tenant reads at once.
+pub(crate) const LISTINGS_PER_TENANT: usize = 4;
+
+/// The server's invocation slots (and, apart, its listing slots).
 pub(crate) struct Slots {
     all: Arc<Semaphore>,
     per_tenant: usize,

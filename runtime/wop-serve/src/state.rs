@@ -58,6 +58,8 @@ pub(crate) struct Shared {
     pub permits: Arc<Semaphore>,
     /// The same slots, with each tenant's share (`maxInFlightPerTenant`).
     pub slots: Slots,
+    /// Listing slots (`slots::LISTINGS`, `LISTINGS_PER_TENANT`).
+    pub listings: Slots,
     /// Invocations admitted since start (see [`Shared::admit`]); the idle
     /// release watches it (`idle.rs`).
     pub admitted: AtomicU64,

@@ -221,7 +221,8 @@ async fn concurrent_clients_all_answered() {
 /// two tenants configured and `maxInFlight = 4`, a tenant holding three
 /// running invocations (its default share, three quarters) gets `429
 /// rate_limited` with `Retry-After` for a fourth, on the invoke API and
-/// on MCP, while the other tenant's invocation still runs.
+/// on MCP (its listings are still read), while the other tenant's
+/// invocation still runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_tenant_cannot_take_every_slot() {
     // The spin holds its slot until this wall clock ends: long enough to
@@ -253,6 +254,9 @@ async fn one_tenant_cannot_take_every_slot() {
     assert_eq!(b["details"]["maxInFlightPerTenant"], 3, "{b}");
     let b = mcp_call_is_refused(addr, 429, "3", "rate_limited").await;
     assert_eq!(b["error"]["data"]["retryAfterSecs"], 3, "{b}");
+    // Its listings have slots of their own (`e2e::listings`).
+    let r = get(addr, TOKEN, "/runs/r1/effects").await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     // The other tenant still gets the fourth slot.
     let r = post_json(addr, "/host/wop/invocations", OTHER_TOKEN, &hello).await;
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));

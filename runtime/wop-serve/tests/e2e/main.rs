@@ -12,6 +12,7 @@ mod guard;
 mod idempotency;
 mod idle;
 mod invoke;
+mod listings;
 mod mcp;
 mod memory_store;
 mod metrics;

@@ -1,0 +1,162 @@
+//! Listings (a run's effects, usage) are read a page per request
+//! (decision 0052), and at most `LISTINGS` (16) at once in all and 4 per
+//! tenant: past them a listing is refused with `Retry-After` (`429
+//! rate_limited` for the tenant's share, `503` for all), apart from the
+//! invocation slots, so neither crowds out the other. The listings are
+//! held in the middle of their read by a store whose scans of run `held`
+//! wait for the test.
+
+use super::*;
+use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use wop_runtime::store::{CasResult, KvStore, MemoryStore, StoreError};
+
+/// The in-memory store, except that a range scan naming run `held` waits
+/// until the test lets it go.
+struct Held {
+    inner: MemoryStore,
+    gate: tokio::sync::Semaphore,
+    waiting: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl KvStore for Held {
+    async fn compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        new: Option<Vec<u8>>,
+    ) -> Result<CasResult, StoreError> {
+        self.inner.compare_and_swap(key, expected, new).await
+    }
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.inner.get(key).await
+    }
+    async fn put(&self, key: &str, value: Vec<u8>) -> Result<(), StoreError> {
+        self.inner.put(key, value).await
+    }
+    async fn remove(&self, key: &str) -> Result<(), StoreError> {
+        self.inner.remove(key).await
+    }
+    async fn scan_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        self.inner.scan_prefix(prefix, limit).await
+    }
+    async fn scan_range(
+        &self,
+        start: &str,
+        end: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        if start.contains("/held/") {
+            self.waiting.fetch_add(1, Ordering::SeqCst);
+            let _go = self.gate.acquire().await;
+        }
+        self.inner.scan_range(start, end, limit).await
+    }
+    fn backend(&self) -> &'static str {
+        "held"
+    }
+}
+
+/// Three more tenants' tokens, for `serve_toml`'s `extra`.
+fn more_tenants() -> String {
+    (1..=3)
+        .map(|i| {
+            format!(
+                "[[tokens]]\nsha256 = \"{}\"\nprincipal = \"host-t{i}\"\ntenant = \"t{i}\"\n",
+                token_sha256(&format!("token-t{i}"))
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listings_are_bounded_at_once_per_tenant_and_in_all() {
+    let store = Arc::new(Held {
+        inner: MemoryStore::new(),
+        gate: tokio::sync::Semaphore::new(0),
+        waiting: AtomicUsize::new(0),
+    });
+    let choice = wop_serve::StoreChoice::Custom(store.clone());
+    let cfg = serve_toml(&format!("retryAfterSecs = 2\n{}", more_tenants()));
+    let s = start_on("", &cfg, &["hello"], choice).await;
+    let addr = s.addr;
+    let hold =
+        |token: String| tokio::spawn(async move { get(addr, &token, "/runs/held/effects").await });
+    let until_waiting = |n: usize| {
+        let store = store.clone();
+        async move {
+            for _ in 0..1000 {
+                if store.waiting.load(Ordering::SeqCst) >= n {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            panic!("{n} listings never reached the store");
+        }
+    };
+    // A tenant reading four listings gets 429 for a fifth.
+    let mut held: Vec<_> = (0..4).map(|_| hold(TOKEN.to_owned())).collect();
+    until_waiting(4).await;
+    for path in [
+        "/runs/other/effects",
+        "/host/wop/usage",
+        "/host/wop/usage?run=r",
+    ] {
+        let r = get(addr, TOKEN, path).await;
+        let b = r.json();
+        assert_eq!(r.status, 429, "{path}: {b}");
+        assert_eq!(r.header("retry-after"), Some("2"), "{path}");
+        assert_eq!(b["error"], "rate_limited", "{b}");
+        assert_eq!(b["details"]["maxListingsPerTenant"], 4, "{b}");
+        assert!(
+            b["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("listings"),
+            "{b}"
+        );
+    }
+    // Its invocations do not wait on its listings, nor another tenant's
+    // listings on them.
+    let hello = json!({"typeId": "wop.samples.hello", "inputs": {"name": "Ada"}});
+    let r = post_json(addr, "/host/wop/invocations", TOKEN, &hello).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let r = get(addr, OTHER_TOKEN, "/runs/other/effects").await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    // Sixteen at once in all: four tenants at their share, the fifth 503.
+    for i in 1..=3 {
+        held.extend((0..4).map(|_| hold(format!("token-t{i}"))));
+    }
+    until_waiting(16).await;
+    let r = get(addr, OTHER_TOKEN, "/runs/other/effects").await;
+    let b = r.json();
+    assert_eq!(r.status, 503, "{b}");
+    assert_eq!(r.header("retry-after"), Some("2"));
+    assert_eq!(b["error"], "service_unavailable", "{b}");
+    assert!(
+        b["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("16 listings"),
+        "{b}"
+    );
+    // Once they are read, every one is answered, and listings are served
+    // again.
+    store.gate.add_permits(16);
+    for h in held {
+        let r = h.await.unwrap();
+        assert_eq!(r.status, 200, "{}", r.json());
+    }
+    let r = get(addr, OTHER_TOKEN, "/runs/other/effects").await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let r = get(addr, TOKEN, "/runs/other/effects").await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    s.stop().await;
+}
