@@ -298,41 +298,47 @@ impl SledStore {
                 self.flushes_done.fetch_add(1, Ordering::SeqCst);
                 Ok(())
             }
-            Err(e) => Err(StoreError::Unavailable(format!(
-                "the flush of sled store at {} did not complete: {e}",
-                self.path.display()
-            ))),
+            Err(e) => {
+                self.log("flush to disk", &e);
+                Err(StoreError::Unavailable(format!(
+                    "the flush of the sled effect store did not complete: {e}"
+                )))
+            }
         }
     }
 
+    /// The error of a sled operation, as callers (tenants among them)
+    /// see it: what failed and what to do, without the store's path on
+    /// this host, which goes to the log with the error.
     fn error(&self, what: &str, e: sled::Error) -> StoreError {
+        self.log(what, &e);
         match e {
             sled::Error::Corruption { .. } => StoreError::Corrupt(format!(
-                "{what} failed: sled store at {} is corrupt ({e}); restore it from a backup or \
-                 move it aside",
-                self.path.display()
+                "{what} failed: the sled effect store is corrupt ({e}); restore it from a \
+                 backup or move it aside (its path is in the server's log)"
             )),
             sled::Error::Io(io) if is_no_room(&io) => StoreError::Full(format!(
-                "{what} failed: the disk holding sled store at {} has no room ({io}); free \
-                 space, then restart the process (after a failed write sled can refuse \
-                 further operations until it is opened again)",
-                self.path.display()
+                "{what} failed: the disk holding the sled effect store has no room ({io}); \
+                 free space, then restart the process (after a failed write sled can refuse \
+                 further operations until it is opened again)"
             )),
-            e => StoreError::Io(format!(
-                "{what} failed on sled store at {}: {e}",
-                self.path.display()
-            )),
+            e => StoreError::Io(format!("{what} failed on the sled effect store: {e}")),
         }
+    }
+
+    /// Logs a failed operation with the store's path, for the operator.
+    fn log(&self, what: &str, e: &dyn std::fmt::Display) {
+        tracing::error!(store = %self.path.display(), error = %e, "sled store: {what} failed");
     }
 
     fn decode_key(&self, key: &[u8]) -> Result<String, StoreError> {
         String::from_utf8(key.to_vec()).map_err(|_| {
-            StoreError::Corrupt(format!(
-                "sled store at {} holds a non-UTF-8 key ({}); it was not written by wop or is \
-                 damaged",
-                self.path.display(),
-                hex::encode(key)
-            ))
+            self.log("decoding a key", &hex::encode(key));
+            StoreError::Corrupt(
+                "the sled effect store holds a non-UTF-8 key; it was not written by wop or is \
+                 damaged (the key and the store's path are in the server's log)"
+                    .to_owned(),
+            )
         })
     }
 }

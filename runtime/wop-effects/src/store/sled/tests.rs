@@ -217,11 +217,14 @@ async fn without_group_commit_every_write_flushes() {
 /// limit) is `StoreError::Full`, so a node's invocation and a keyed
 /// request answer `effect_store_full` (`507`) rather than
 /// `internal_error`, with what to do; any other I/O error stays an I/O
-/// error.
+/// error. No message names the store's path.
 #[test]
 fn no_room_is_store_full_and_other_io_errors_are_not() {
     let dir = tempfile::tempdir().unwrap();
     let store = SledStore::open(dir.path()).unwrap();
+    // Tenants read these messages: the store's path on this host stays in
+    // the log.
+    let here = dir.path().display().to_string();
     let io = |errno| sled::Error::Io(std::io::Error::from_raw_os_error(errno));
     for errno in [
         28,  /* ENOSPC */
@@ -232,9 +235,16 @@ fn no_room_is_store_full_and_other_io_errors_are_not() {
         assert!(e.is_full(), "{errno}: {e}");
         assert!(e.to_string().contains("has no room"), "{e}");
         assert!(e.to_string().contains("restart"), "{e}");
+        assert!(!e.to_string().contains(&here), "{e}");
     }
     let e = store.error("put", io(5 /* EIO */));
     assert!(!e.is_full() && matches!(e, StoreError::Io(_)), "{e}");
+    assert!(!e.to_string().contains(&here), "{e}");
+    let e = store.decode_key(&[0xff, b'k']).unwrap_err();
+    assert!(
+        matches!(e, StoreError::Corrupt(_)) && !e.to_string().contains(&here),
+        "{e}"
+    );
 }
 
 /// Bytes available on the filesystem holding `dir` now.
