@@ -219,20 +219,23 @@ pub(crate) async fn usage(
     let Ok(Query(q)) = q else {
         return ApiError::validation("query parameters: run, pack, limit, after").into_response();
     };
+    if q.run.is_none() {
+        if let Err(e) = operator(&p, "usage across runs (without ?run=) needs") {
+            return e.into_response();
+        }
+    } else if q.limit.is_some() || q.after.is_some() {
+        return ApiError::validation("limit and after page the runs of a query without run")
+            .into_response();
+    }
+    // Refusals that say what is wrong with the request come first; then a
+    // listing slot.
     let _slot = match listing_slot(&state, &p.tenant) {
         Ok(slot) => slot,
         Err(refused) => return refused.into_response(),
     };
     let Some(run) = &q.run else {
-        if let Err(e) = operator(&p, "usage across runs (without ?run=) needs") {
-            return e.into_response();
-        }
         return usage_page(&state, q).await;
     };
-    if q.limit.is_some() || q.after.is_some() {
-        return ApiError::validation("limit and after page the runs of a query without run")
-            .into_response();
-    }
     // The caller's tenant's run of that id (another tenant's run of the
     // same id is another run, invisible here).
     let scope = UsageScope::Run {

@@ -135,6 +135,10 @@ async fn listings_are_bounded_at_once_per_tenant_and_in_all() {
         held.extend((0..4).map(|_| hold(format!("token-t{i}"))));
     }
     until_waiting(16).await;
+    // A request that is refused for what it asks is refused for that
+    // first: a tenant without the operator scope at its share gets `403`.
+    let r = get(addr, "token-t1", "/host/wop/usage").await;
+    assert_eq!(r.status, 403, "{}", r.json());
     let r = get(addr, OTHER_TOKEN, "/runs/other/effects").await;
     let b = r.json();
     assert_eq!(r.status, 503, "{b}");
