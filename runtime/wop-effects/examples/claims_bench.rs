@@ -25,62 +25,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use wop_effects::effects::{Begin, ClaimRequest, Keying};
-use wop_effects::store::{CasResult, StoreError};
+use wop_effects::store::tap::{Tap, Tapped};
 use wop_effects::{EffectTimings, Effects, KvStore};
 
 /// The claim's first write as it was before `put_then_insert`: index put,
 /// read, insert-if-absent, each its own round trip.
-struct ThreeRoundTrips(Arc<dyn KvStore>);
+struct ThreeRoundTrips;
 
 #[async_trait::async_trait]
-impl KvStore for ThreeRoundTrips {
-    async fn compare_and_swap(
-        &self,
-        key: &str,
-        expected: Option<&[u8]>,
-        new: Option<Vec<u8>>,
-    ) -> Result<CasResult, StoreError> {
-        self.0.compare_and_swap(key, expected, new).await
-    }
-    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.0.get(key).await
-    }
-    async fn put(&self, key: &str, value: Vec<u8>) -> Result<(), StoreError> {
-        self.0.put(key, value).await
-    }
-    async fn remove(&self, key: &str) -> Result<(), StoreError> {
-        self.0.remove(key).await
-    }
-    async fn scan_prefix(
-        &self,
-        prefix: &str,
-        limit: usize,
-    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        self.0.scan_prefix(prefix, limit).await
-    }
-    async fn scan_range(
-        &self,
-        start: &str,
-        end: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        self.0.scan_range(start, end, limit).await
-    }
-    async fn put_then_insert(
-        &self,
-        marker: &str,
-        marker_value: Vec<u8>,
-        key: &str,
-        value: Vec<u8>,
-    ) -> Result<CasResult, StoreError> {
-        self.0.put(marker, marker_value).await?;
-        if let Some(v) = self.0.get(key).await? {
-            return Ok(Err(Some(v)));
-        }
-        self.0.compare_and_swap(key, None, Some(value)).await
-    }
-    fn backend(&self) -> &'static str {
-        self.0.backend()
+impl Tap for ThreeRoundTrips {
+    fn three_round_trip_claims(&self) -> bool {
+        true
     }
 }
 
@@ -162,7 +117,7 @@ async fn main() {
             );
             let pg = wop_effects::store::open(&url).unwrap();
             backends.push(("postgres", pg.clone()));
-            backends.push(("postgres-3rt", Arc::new(ThreeRoundTrips(pg))));
+            backends.push(("postgres-3rt", Tapped::new(pg, ThreeRoundTrips)));
         }
         _ => eprintln!("WOP_TEST_POSTGRES_URL unset: sled only"),
     }

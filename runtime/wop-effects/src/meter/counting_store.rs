@@ -1,12 +1,13 @@
 //! A test store: the in-memory one, counting its operations.
 
-use crate::store::{CasResult, KvStore, MemoryStore, StoreError};
+use crate::store::MemoryStore;
+use crate::store::tap::{Op, Tap, Tapped};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// A memory store that counts its writes (and its reads).
+/// What [`Counting`] counts.
 #[derive(Default)]
-pub(super) struct Counting {
-    inner: MemoryStore,
+pub(super) struct Counts {
     pub(super) swaps: AtomicUsize,
     pub(super) puts: AtomicUsize,
     pub(super) removes: AtomicUsize,
@@ -20,67 +21,56 @@ pub(super) struct Counting {
     pub(super) scans_before_first_delete: AtomicUsize,
 }
 
-impl Counting {
-    pub(super) fn counts(&self) -> (usize, usize, usize) {
-        (
-            self.swaps.load(Ordering::Relaxed),
-            self.puts.load(Ordering::Relaxed),
-            self.removes.load(Ordering::Relaxed),
-        )
+#[async_trait::async_trait]
+impl Tap for Counts {
+    async fn before(&self, op: Op<'_>) -> bool {
+        match op {
+            Op::Swap { deletes, .. } => {
+                self.swaps.fetch_add(1, Ordering::Relaxed);
+                if deletes {
+                    let scans = self.scans.load(Ordering::Relaxed);
+                    let first = &self.scans_before_first_delete;
+                    let _ = first.compare_exchange(0, scans, Ordering::Relaxed, Ordering::Relaxed);
+                }
+            }
+            Op::Get { .. } => {
+                self.gets.fetch_add(1, Ordering::Relaxed);
+            }
+            Op::Put { .. } => {
+                self.puts.fetch_add(1, Ordering::Relaxed);
+            }
+            Op::Remove { .. } => {
+                self.removes.fetch_add(1, Ordering::Relaxed);
+                return !self.ignore_removes.load(Ordering::Relaxed);
+            }
+            Op::ScanRange { .. } => {
+                self.scans.fetch_add(1, Ordering::Relaxed);
+            }
+            Op::ScanPrefix { .. } | Op::PutThenInsert { .. } => {}
+        }
+        true
     }
 }
 
-#[async_trait::async_trait]
-impl KvStore for Counting {
-    async fn compare_and_swap(
-        &self,
-        key: &str,
-        expected: Option<&[u8]>,
-        new: Option<Vec<u8>>,
-    ) -> Result<CasResult, StoreError> {
-        self.swaps.fetch_add(1, Ordering::Relaxed);
-        if new.is_none() {
-            let scans = self.scans.load(Ordering::Relaxed);
-            let first = &self.scans_before_first_delete;
-            let _ = first.compare_exchange(0, scans, Ordering::Relaxed, Ordering::Relaxed);
+/// A memory store that counts its writes (and its reads).
+pub(super) type Counting = Tapped<Counts>;
+
+impl Default for Counting {
+    fn default() -> Self {
+        Tapped {
+            inner: Arc::new(MemoryStore::new()),
+            tap: Counts::default(),
         }
-        self.inner.compare_and_swap(key, expected, new).await
     }
-    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.gets.fetch_add(1, Ordering::Relaxed);
-        self.inner.get(key).await
-    }
-    async fn put(&self, key: &str, value: Vec<u8>) -> Result<(), StoreError> {
-        self.puts.fetch_add(1, Ordering::Relaxed);
-        self.inner.put(key, value).await
-    }
-    async fn remove(&self, key: &str) -> Result<(), StoreError> {
-        self.removes.fetch_add(1, Ordering::Relaxed);
-        if self.ignore_removes.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        self.inner.remove(key).await
-    }
-    async fn scan_prefix(
-        &self,
-        prefix: &str,
-        limit: usize,
-    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        self.inner.scan_prefix(prefix, limit).await
-    }
-    async fn scan_range(
-        &self,
-        start: &str,
-        end: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        self.scans.fetch_add(1, Ordering::Relaxed);
-        self.inner.scan_range(start, end, limit).await
-    }
-    fn failed_swap_reads_free(&self) -> bool {
-        self.inner.failed_swap_reads_free()
-    }
-    fn backend(&self) -> &'static str {
-        "counting"
+}
+
+impl Counting {
+    pub(super) fn counts(&self) -> (usize, usize, usize) {
+        let c = &self.tap;
+        (
+            c.swaps.load(Ordering::Relaxed),
+            c.puts.load(Ordering::Relaxed),
+            c.removes.load(Ordering::Relaxed),
+        )
     }
 }

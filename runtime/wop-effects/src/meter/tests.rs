@@ -771,7 +771,7 @@ async fn retention_deletes_a_page_at_a_time() {
     let store: Arc<dyn KvStore> = kv.clone();
     let meter = Meter::with_options(store, Prices::default(), MeterOptions::default());
     assert_eq!(meter.purge(1_000_000).await.unwrap(), 1300);
-    assert_eq!(kv.scans_before_first_delete.load(Ordering::Relaxed), 1);
+    assert_eq!(kv.tap.scans_before_first_delete.load(Ordering::Relaxed), 1);
     let left = kv.scan_prefix("usage/", usize::MAX).await.unwrap();
     assert_eq!(left.len(), 1, "the newer record stays");
 }

@@ -19,6 +19,8 @@ mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod sled;
+#[doc(hidden)]
+pub mod tap;
 
 pub use self::sled::{
     DEFAULT_RESERVE_MAX, DEFAULT_RESERVE_MIN, SLED_CACHE_BYTES, SledOptions, SledStore,

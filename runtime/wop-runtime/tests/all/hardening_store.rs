@@ -7,7 +7,8 @@ use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use wop_runtime::Outcome;
-use wop_runtime::store::{CasResult, KvStore, SledStore, StoreError};
+use wop_runtime::store::tap::{Op, Tap, Tapped};
+use wop_runtime::store::{KvStore, SledStore};
 
 /// Most bytes (keys + values) one invocation adds to the store with the
 /// default meter options, whatever the pack passes to its host calls: the
@@ -16,77 +17,23 @@ use wop_runtime::store::{CasResult, KvStore, SledStore, StoreError};
 /// pack's roll-ups. Documented in docs/SECURITY.md.
 const MAX_PERSISTED_BYTES_PER_INVOCATION: u64 = 8 << 10;
 
-/// A store that counts what is read from it.
-struct Counting {
-    inner: Arc<dyn KvStore>,
-    reads: AtomicU64,
+/// What a tapped store read.
+#[derive(Default)]
+struct Reads {
     scans: AtomicU64,
     bytes_read: AtomicU64,
 }
 
-impl Counting {
-    fn new(inner: Arc<dyn KvStore>) -> Arc<Self> {
-        Arc::new(Self {
-            inner,
-            reads: AtomicU64::new(0),
-            scans: AtomicU64::new(0),
-            bytes_read: AtomicU64::new(0),
-        })
-    }
-    fn read(&self, n: usize) {
-        self.reads.fetch_add(1, Ordering::Relaxed);
-        self.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
-    }
-}
-
 #[async_trait::async_trait]
-impl KvStore for Counting {
-    async fn compare_and_swap(
-        &self,
-        key: &str,
-        expected: Option<&[u8]>,
-        new: Option<Vec<u8>>,
-    ) -> Result<CasResult, StoreError> {
-        let r = self.inner.compare_and_swap(key, expected, new).await?;
-        if let Err(Some(current)) = &r {
-            self.read(current.len());
+impl Tap for Reads {
+    async fn before(&self, op: Op<'_>) -> bool {
+        if matches!(op, Op::ScanPrefix { .. } | Op::ScanRange { .. }) {
+            self.scans.fetch_add(1, Ordering::Relaxed);
         }
-        Ok(r)
+        true
     }
-    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let v = self.inner.get(key).await?;
-        self.read(v.as_ref().map_or(0, Vec::len));
-        Ok(v)
-    }
-    async fn put(&self, key: &str, value: Vec<u8>) -> Result<(), StoreError> {
-        self.inner.put(key, value).await
-    }
-    async fn remove(&self, key: &str) -> Result<(), StoreError> {
-        self.inner.remove(key).await
-    }
-    async fn scan_prefix(
-        &self,
-        prefix: &str,
-        limit: usize,
-    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        self.scans.fetch_add(1, Ordering::Relaxed);
-        let v = self.inner.scan_prefix(prefix, limit).await?;
-        self.read(v.iter().map(|(k, v)| k.len() + v.len()).sum());
-        Ok(v)
-    }
-    async fn scan_range(
-        &self,
-        start: &str,
-        end: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        self.scans.fetch_add(1, Ordering::Relaxed);
-        let v = self.inner.scan_range(start, end, limit).await?;
-        self.read(v.iter().map(|(k, v)| k.len() + v.len()).sum());
-        Ok(v)
-    }
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
+    fn read(&self, bytes: usize) {
+        self.bytes_read.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 }
 
@@ -153,7 +100,7 @@ async fn persisted_usage_is_bounded_and_opening_reads_no_history() {
     // A new process on the same store: the store is opened, a pack loaded
     // and one invocation of a new run recorded.
     let sled: Arc<dyn KvStore> = Arc::new(SledStore::open(&path).unwrap());
-    let counting = Counting::new(sled);
+    let counting = Tapped::new(sled, Reads::default());
     let rt = runtime_on(counting.clone(), "");
     load(&rt, "hello").await;
     let mut req = InvokeRequest::new("wop.samples.hello", json!({"name": "Ada"}));
@@ -161,8 +108,8 @@ async fn persisted_usage_is_bounded_and_opening_reads_no_history() {
     let r = rt.invoke(req).await;
     assert!(r.outcome.is_ok(), "{:?}", r.outcome);
     let (scans, read) = (
-        counting.scans.load(Ordering::Relaxed),
-        counting.bytes_read.load(Ordering::Relaxed),
+        counting.tap.scans.load(Ordering::Relaxed),
+        counting.tap.bytes_read.load(Ordering::Relaxed),
     );
     assert_eq!(scans, 0, "nothing scans the history");
     assert!(

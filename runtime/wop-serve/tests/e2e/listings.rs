@@ -11,56 +11,25 @@ use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use wop_runtime::store::{CasResult, KvStore, MemoryStore, StoreError};
+use wop_runtime::store::MemoryStore;
+use wop_runtime::store::tap::{Op, Tap, Tapped};
 
-/// The in-memory store, except that a range scan naming run `held` waits
-/// until the test lets it go.
+/// Holds a range scan naming run `held` until the test lets it go.
 struct Held {
-    inner: MemoryStore,
     gate: tokio::sync::Semaphore,
     waiting: AtomicUsize,
 }
 
 #[async_trait::async_trait]
-impl KvStore for Held {
-    async fn compare_and_swap(
-        &self,
-        key: &str,
-        expected: Option<&[u8]>,
-        new: Option<Vec<u8>>,
-    ) -> Result<CasResult, StoreError> {
-        self.inner.compare_and_swap(key, expected, new).await
-    }
-    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.inner.get(key).await
-    }
-    async fn put(&self, key: &str, value: Vec<u8>) -> Result<(), StoreError> {
-        self.inner.put(key, value).await
-    }
-    async fn remove(&self, key: &str) -> Result<(), StoreError> {
-        self.inner.remove(key).await
-    }
-    async fn scan_prefix(
-        &self,
-        prefix: &str,
-        limit: usize,
-    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        self.inner.scan_prefix(prefix, limit).await
-    }
-    async fn scan_range(
-        &self,
-        start: &str,
-        end: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        if start.contains("/held/") {
+impl Tap for Held {
+    async fn before(&self, op: Op<'_>) -> bool {
+        if let Op::ScanRange { start, .. } = op
+            && start.contains("/held/")
+        {
             self.waiting.fetch_add(1, Ordering::SeqCst);
             let _go = self.gate.acquire().await;
         }
-        self.inner.scan_range(start, end, limit).await
-    }
-    fn backend(&self) -> &'static str {
-        "held"
+        true
     }
 }
 
@@ -78,11 +47,13 @@ fn more_tenants() -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listings_are_bounded_at_once_per_tenant_and_in_all() {
-    let store = Arc::new(Held {
-        inner: MemoryStore::new(),
-        gate: tokio::sync::Semaphore::new(0),
-        waiting: AtomicUsize::new(0),
-    });
+    let store = Tapped::new(
+        Arc::new(MemoryStore::new()),
+        Held {
+            gate: tokio::sync::Semaphore::new(0),
+            waiting: AtomicUsize::new(0),
+        },
+    );
     let choice = wop_serve::StoreChoice::Custom(store.clone());
     let cfg = serve_toml(&format!("retryAfterSecs = 2\n{}", more_tenants()));
     let s = start_on("", &cfg, &["hello"], choice).await;
@@ -93,7 +64,7 @@ async fn listings_are_bounded_at_once_per_tenant_and_in_all() {
         let store = store.clone();
         async move {
             for _ in 0..1000 {
-                if store.waiting.load(Ordering::SeqCst) >= n {
+                if store.tap.waiting.load(Ordering::SeqCst) >= n {
                     return;
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -153,7 +124,7 @@ async fn listings_are_bounded_at_once_per_tenant_and_in_all() {
     );
     // Once they are read, every one is answered, and listings are served
     // again.
-    store.gate.add_permits(16);
+    store.tap.gate.add_permits(16);
     for h in held {
         let r = h.await.unwrap();
         assert_eq!(r.status, 200, "{}", r.json());

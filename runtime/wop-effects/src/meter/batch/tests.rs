@@ -64,7 +64,7 @@ async fn a_flushed_batch_writes_each_rollup_once() {
     }
     assert_eq!(kv.counts(), (0, 0, 0), "queued, nothing written yet");
     // (`record` read each run's ledger: it was not told the run has none.)
-    let gets_before = kv.gets.load(Ordering::Relaxed);
+    let gets_before = kv.tap.gets.load(Ordering::Relaxed);
     m.flush().await.unwrap();
     let (swaps, puts, removes) = kv.counts();
     // 6 run-and-pack sums (their run's two may share one swap) and 2
@@ -72,7 +72,11 @@ async fn a_flushed_batch_writes_each_rollup_once() {
     assert!((5..=8).contains(&swaps), "{swaps} compare-and-swaps");
     assert_eq!((puts, removes), (600, 0), "every record kept, once");
     // The roll-ups are new: swapped in without reading them first.
-    assert_eq!(kv.gets.load(Ordering::Relaxed) - gets_before, 0, "reads");
+    assert_eq!(
+        kv.tap.gets.load(Ordering::Relaxed) - gets_before,
+        0,
+        "reads"
+    );
     assert_eq!(
         m.rollup(UsageScope::All, None).await.unwrap(),
         one_by_one(&all)

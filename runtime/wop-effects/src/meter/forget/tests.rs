@@ -155,7 +155,7 @@ async fn forgetting_a_run_ends_on_a_store_whose_deletes_lag() {
     for i in 0..3 {
         record(&m, "first", i).await;
     }
-    kv.ignore_removes.store(true, Ordering::Relaxed);
+    kv.tap.ignore_removes.store(true, Ordering::Relaxed);
     // The second run's second invocation brings the store to 7 entries.
     let second = async {
         record(&m, "second", 0).await;
@@ -165,7 +165,7 @@ async fn forgetting_a_run_ends_on_a_store_whose_deletes_lag() {
         .await
         .expect("forgetting the first run ended");
     // Its 3 records and its roll-up, each deleted once.
-    assert_eq!(kv.removes.load(Ordering::Relaxed), 4);
+    assert_eq!(kv.tap.removes.load(Ordering::Relaxed), 4);
 }
 
 /// A tenant flooding the store with new runs forgets its own runs, not a
