@@ -289,7 +289,7 @@ impl Server {
                 },
             );
         }
-        let store = opts.store.open(&cfg).map_err(ServeError::Store)?;
+        let store = opts.store.open(&cfg).await.map_err(ServeError::Store)?;
         let mut rc = RuntimeConfig::new();
         rc.policy(opts.policy.clone()).effect_store(store.clone());
         if let StoreChoice::Memory = &opts.store {
@@ -389,12 +389,7 @@ impl Server {
             })?;
         let permits = Arc::new(Semaphore::new(cfg.max_in_flight));
         let per_tenant = cfg.max_in_flight_per_tenant.unwrap_or_else(|| {
-            let mut tenants: std::collections::BTreeSet<&str> =
-                cfg.tokens.iter().map(|t| t.tenant.as_str()).collect();
-            if cfg.anonymous_loopback {
-                tenants.insert(crate::state::ANON_TENANT);
-            }
-            crate::slots::default_per_tenant(cfg.max_in_flight, tenants.len())
+            crate::slots::default_per_tenant(cfg.max_in_flight, cfg.tenants().len())
         });
         let state = Arc::new(Shared {
             store,

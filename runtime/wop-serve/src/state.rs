@@ -14,8 +14,7 @@ use wop_runtime::effects::EffectRecord;
 use wop_runtime::tools::SafetyTier;
 use wop_runtime::{Principal, Runtime};
 
-/// The anonymous loopback principal's tenant.
-pub(crate) const ANON_TENANT: &str = "anon:local";
+pub(crate) use crate::config::ANON_TENANT;
 
 /// What the MCP mount and the invoke API know about one node type.
 #[derive(Debug, Clone)]

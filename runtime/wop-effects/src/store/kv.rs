@@ -40,6 +40,9 @@ pub struct StoreRoom {
     pub reserve_bytes: u64,
     /// Writes refused for want of room since the store was opened.
     pub refused_writes: u64,
+    /// New effect records refused because their tenant held its share of
+    /// the store (a [`TenantShare`](super::TenantShare); 0 without one).
+    pub share_refused_writes: u64,
 }
 
 impl StoreRoom {

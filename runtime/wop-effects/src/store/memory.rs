@@ -247,6 +247,7 @@ impl KvStore for MemoryStore {
             free_bytes: cap.saturating_sub(self.bytes()),
             reserve_bytes: 0,
             refused_writes: self.refused.load(std::sync::atomic::Ordering::Relaxed),
+            share_refused_writes: 0,
         })
     }
 

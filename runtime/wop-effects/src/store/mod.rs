@@ -18,6 +18,7 @@ mod kv;
 mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+mod share;
 mod sled;
 #[doc(hidden)]
 pub mod tap;
@@ -30,6 +31,7 @@ pub use kv::{CasResult, KvStore, StoreError, StoreRoom};
 pub use memory::{MEMORY_STORE_BYTES, MemoryStore};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
+pub use share::TenantShare;
 
 /// Whether `spec` names a PostgreSQL store (`postgres://…` or
 /// `postgresql://…`) rather than a sled directory.
@@ -126,6 +128,18 @@ mod tests {
         let store = Arc::new(MemoryStore::with_capacity(1 << 30));
         conformance::run_all(store.clone()).await;
         assert!(store.bytes() > 0);
+    }
+
+    /// A store shared out between tenants behaves the same while each has
+    /// room, on both local backends.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn tenant_share_conformance() {
+        let memory = TenantShare::open(Arc::new(MemoryStore::new()), 1 << 30);
+        conformance::run_all(Arc::new(memory.await.unwrap())).await;
+        let dir = tempfile::tempdir().unwrap();
+        let sled = Arc::new(SledStore::open(&dir.path().join("db")).unwrap());
+        let share = TenantShare::open(sled, 1 << 30).await.unwrap();
+        conformance::run_all(Arc::new(share)).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -120,6 +120,7 @@ pub(crate) struct Metrics {
     store_free: Family<StoreLabel, Gauge>,
     store_reserve: Family<StoreLabel, Gauge>,
     store_refused: Family<StoreLabel, Gauge>,
+    store_share_refused: Family<StoreLabel, Gauge>,
     /// The label values allowed.
     vocab: Vocab,
 }
@@ -340,6 +341,10 @@ impl Metrics {
             "store_refused_writes",
             "Effect store writes refused for want of room since start",
         );
+        let store_share_refused = family(
+            "store_share_refused_writes",
+            "New effect claims refused since start because their tenant held its share of the store (maxStoreBytesPerTenant)",
+        );
         Self {
             registry,
             invocations,
@@ -371,6 +376,7 @@ impl Metrics {
             store_free,
             store_reserve,
             store_refused,
+            store_share_refused,
             vocab,
         }
     }
@@ -564,6 +570,7 @@ impl Metrics {
                 (&self.store_free, room.free_bytes),
                 (&self.store_reserve, room.reserve_bytes),
                 (&self.store_refused, room.refused_writes),
+                (&self.store_share_refused, room.share_refused_writes),
             ] {
                 f.get_or_create(&label).set(m(v));
             }
@@ -684,13 +691,15 @@ mod tests {
                     free_bytes: 5 << 20,
                     reserve_bytes: 16 << 20,
                     refused_writes: 9,
+                    share_refused_writes: 2,
                 }),
             ),
         });
         assert!(
             text.contains(r#"wop_store_free_bytes{backend="sled"} 5242880"#)
                 && text.contains(r#"wop_store_reserve_bytes{backend="sled"} 16777216"#)
-                && text.contains(r#"wop_store_refused_writes{backend="sled"} 9"#),
+                && text.contains(r#"wop_store_refused_writes{backend="sled"} 9"#)
+                && text.contains(r#"wop_store_share_refused_writes{backend="sled"} 2"#),
             "{text}"
         );
         assert!(

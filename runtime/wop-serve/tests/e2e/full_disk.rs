@@ -46,20 +46,7 @@ impl Drop for Tmpfs {
 async fn keyed(addr: SocketAddr, token: &str, key: &str, name: &str) -> Resp {
     let body = json!({"typeId": "wop.samples.hello", "inputs": {"name": name},
                       "nodeContext": {"runId": "fill", "nodeId": key}});
-    let auth = bearer(token);
-    let headers = [
-        ("Content-Type", "application/json"),
-        ("Authorization", auth.as_str()),
-        ("Idempotency-Key", key),
-    ];
-    let body = body.to_string();
-    let sent = req(
-        addr,
-        "POST",
-        "/host/wop/invocations",
-        &headers,
-        body.as_bytes(),
-    );
+    let sent = keyed_as(addr, Some(token), key, &body);
     tokio::time::timeout(Duration::from_secs(120), sent)
         .await
         .expect("a request on a full disk is answered, not stalled")
@@ -144,7 +131,9 @@ async fn a_disk_that_fills_refuses_at_its_reserve_and_recovers_when_space_return
     let filler = disk.path().join("filler");
     std::fs::write(&filler, vec![7u8; 12 << 20]).unwrap();
     let store = wop_serve::StoreChoice::Spec(disk.path().join("fx").display().to_string());
-    let s = start_on("", &serve_toml(""), &["hello"], store).await;
+    // The reserve is what is tested: no tenant's share refuses first.
+    let cfg = serve_toml("maxStoreBytesPerTenant = 0");
+    let s = start_on("", &cfg, &["hello"], store).await;
     assert_eq!(health_store(s.addr).await, "ok");
     let reserve = sled_gauge(s.addr, "reserve_bytes").await.unwrap();
     assert_eq!(reserve, 16 << 20, "the default reserve of a 48 MiB disk");

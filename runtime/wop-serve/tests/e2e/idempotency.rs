@@ -11,8 +11,6 @@ use std::time::{Duration, Instant};
 use wop_effects::store::conformance::postgres_test_url;
 use wop_testkit::{Mode, Server as Upstream};
 
-const JSON: (&str, &str) = ("Content-Type", "application/json");
-
 fn tool(id: &str, url: &str, tier: &str) -> String {
     format!("[[tools]]\nid = \"{id}\"\nurl = \"{url}\"\nsafetyTier = \"{tier}\"\n")
 }
@@ -25,14 +23,7 @@ fn policy(tools: &str, extra: &str) -> String {
 
 /// `tool-call` writing through `crm:write`, with `key`.
 async fn keyed(addr: SocketAddr, key: &str, body: &Value) -> Resp {
-    req(
-        addr,
-        "POST",
-        "/host/wop/invocations",
-        &[JSON, ("Idempotency-Key", key)],
-        body.to_string().as_bytes(),
-    )
-    .await
+    keyed_as(addr, None, key, body).await
 }
 
 fn write_call() -> Value {

@@ -21,6 +21,7 @@ mod process;
 mod python;
 mod rmcp_client;
 mod stream;
+mod tenant_share;
 mod tenants;
 mod traces;
 
@@ -377,6 +378,28 @@ pub async fn post_json(addr: SocketAddr, path: &str, token: &str, body: &Value) 
             ("Authorization", &auth),
         ],
         body.to_string().as_bytes(),
+    )
+    .await
+}
+
+/// `POST /host/wop/invocations` with an `Idempotency-Key`, as `token`'s
+/// principal (`None`: the anonymous loopback one).
+pub async fn keyed_as(addr: SocketAddr, token: Option<&str>, key: &str, body: &Value) -> Resp {
+    let auth = token.map(bearer);
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Idempotency-Key", key),
+    ];
+    if let Some(a) = &auth {
+        headers.push(("Authorization", a.as_str()));
+    }
+    let b = body.to_string();
+    req(
+        addr,
+        "POST",
+        "/host/wop/invocations",
+        &headers,
+        b.as_bytes(),
     )
     .await
 }

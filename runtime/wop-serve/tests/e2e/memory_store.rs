@@ -13,15 +13,7 @@ use wop_testkit::{Mode, Server as Upstream};
 const JSON: (&str, &str) = ("Content-Type", "application/json");
 
 async fn keyed(addr: SocketAddr, key: &str, body: &Value) -> Resp {
-    let h = [JSON, ("Idempotency-Key", key)];
-    req(
-        addr,
-        "POST",
-        "/host/wop/invocations",
-        &h,
-        body.to_string().as_bytes(),
-    )
-    .await
+    keyed_as(addr, None, key, body).await
 }
 
 async fn unkeyed(addr: SocketAddr, body: &Value) -> Resp {
@@ -43,7 +35,10 @@ async fn a_client_cannot_grow_the_memory_store_past_its_capacity() {
          [packs.tool-call]\ncapabilities = [\"tools\"]\ntools = [\"crm:*\"]\n",
         upstream.url("/w")
     );
-    let cfg = &serve_toml("anonymousLoopback = true\nmemoryStoreBytes = 2097152");
+    // The capacity is what is tested: no tenant's share refuses first.
+    let cfg = &serve_toml(
+        "anonymousLoopback = true\nmemoryStoreBytes = 2097152\nmaxStoreBytesPerTenant = 0",
+    );
     let store = wop_serve::StoreChoice::Memory;
     let s = start_on(&policy, cfg, &["hello", "tool-call"], store).await;
     let big = json!({"typeId": "wop.samples.hello", "inputs": {"name": "A".repeat(100_000)}});

@@ -118,6 +118,7 @@ impl Room {
             free_bytes: free,
             reserve_bytes: self.reserve,
             refused_writes: self.refused.load(Ordering::Relaxed),
+            share_refused_writes: 0,
         })
     }
 

@@ -1,0 +1,141 @@
+//! One tenant cannot fill the store for the others (decision 0054): each
+//! tenant's effect records (here: keyed responses) are counted, and past
+//! `maxStoreBytesPerTenant` (by default, with several tenants, three
+//! quarters of the store) its new claims are `507 effect_store_full` with
+//! its own figures, while its recorded responses replay, its un-keyed
+//! invocations run and the other tenants go on. The counts survive a
+//! restart: they are rebuilt from the store.
+
+use super::*;
+use serde_json::json;
+
+async fn keyed(addr: SocketAddr, token: &str, key: &str, body: &Value) -> Resp {
+    keyed_as(addr, Some(token), key, body).await
+}
+
+/// A hello whose recorded response is about 200 KB.
+fn big() -> Value {
+    json!({"typeId": "wop.samples.hello", "inputs": {"name": "A".repeat(100_000)}})
+}
+
+/// Sends keyed requests as `token` until one is refused: how many were
+/// recorded, and the refusal.
+async fn fill(addr: SocketAddr, token: &str, most: usize) -> (usize, Resp) {
+    for ok in 0..most {
+        let r = keyed(addr, token, &format!("key-{ok}"), &big()).await;
+        if r.status != 200 {
+            return (ok, r);
+        }
+    }
+    panic!("{most} responses of ~200 KB and still not refused");
+}
+
+/// Waits until the stopped server's sled store is closed (a flush on a
+/// blocking thread can hold it a moment after the server stopped).
+async fn until_unlocked(path: &std::path::Path) {
+    for _ in 0..600 {
+        if wop_runtime::store::SledStore::open(path).is_ok() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the store at {} stayed locked for 30 s", path.display());
+}
+
+fn assert_own_share_refusal(r: &Resp, tenant: &str, share: u64) {
+    let body = String::from_utf8_lossy(&r.body);
+    let head: String = body.chars().take(300).collect();
+    assert_eq!(r.status, 507, "{head}");
+    let b = r.json();
+    assert_eq!(b["error"], "effect_store_full", "{b}");
+    let m = b["message"].as_str().unwrap();
+    assert!(m.contains(&format!("tenant `{tenant}`")), "{m}");
+    assert!(m.contains(&format!("share of {share} bytes")), "{m}");
+    assert!(m.contains("maxStoreBytesPerTenant"), "{m}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_past_its_share_is_refused_and_the_others_go_on_after_a_restart_too() {
+    const SHARE: u64 = 1 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let spec = || wop_serve::StoreChoice::Spec(path.to_str().unwrap().to_owned());
+    let cfg = serve_toml(&format!("maxStoreBytesPerTenant = {SHARE}"));
+    let s = start_on("", &cfg, &["hello"], spec()).await;
+    let (ok, refused) = fill(s.addr, TOKEN, 40).await;
+    // ~200 KB each: four or five fit in 1 MiB (the last one's claim is
+    // admitted below the share and its response recorded past it).
+    assert!((4..=6).contains(&ok), "{ok} responses in 1 MiB");
+    assert_own_share_refusal(&refused, "acme", SHARE);
+    // Its recorded response replays; an un-keyed invocation runs.
+    let again = keyed(s.addr, TOKEN, "key-0", &big()).await;
+    assert_eq!(again.status, 200);
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    let plain = post_json(s.addr, "/host/wop/invocations", TOKEN, &big()).await;
+    assert_eq!(plain.status, 200);
+    // Another tenant records as much as acme did.
+    for i in 0..ok {
+        let r = keyed(s.addr, OTHER_TOKEN, &format!("key-{i}"), &big()).await;
+        assert_eq!(r.status, 200, "globex's response {i}");
+        assert_eq!(r.header("idempotent-replayed"), None);
+    }
+    // Operators count the refusals with the store's.
+    // Operators count the share's refusals apart from the disk's.
+    let gauge = |name: &str| format!("wop_store_{name}{{backend=\"sled\"}}");
+    let refusals = metric_of(s.addr, &gauge("share_refused_writes")).await;
+    assert!(refusals >= Some(1), "{refusals:?}");
+    assert_eq!(metric_of(s.addr, &gauge("refused_writes")).await, Some(0));
+    s.stop().await;
+
+    // A new process counts what each tenant holds again.
+    until_unlocked(&path).await;
+    let s = start_on("", &cfg, &["hello"], spec()).await;
+    let r = keyed(s.addr, TOKEN, "after-restart", &big()).await;
+    assert_own_share_refusal(&r, "acme", SHARE);
+    let again = keyed(s.addr, TOKEN, "key-1", &big()).await;
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    let r = keyed(s.addr, OTHER_TOKEN, "after-restart", &big()).await;
+    assert_eq!(r.status, 507, "globex holds its share too now");
+    s.stop().await;
+
+    // 0: no share.
+    until_unlocked(&path).await;
+    let cfg = serve_toml("maxStoreBytesPerTenant = 0");
+    let s = start_on("", &cfg, &["hello"], spec()).await;
+    let r = keyed(s.addr, TOKEN, "no-share", &big()).await;
+    assert_eq!(r.status, 200);
+}
+
+/// By default, with several tenants, one holds at most three quarters of
+/// the in-memory store: the others still record their quarter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_default_a_tenant_leaves_a_quarter_of_the_memory_store_to_the_others() {
+    let cfg = serve_toml("memoryStoreBytes = 4194304");
+    let s = start_on("", &cfg, &["hello"], wop_serve::StoreChoice::Memory).await;
+    let (ok, refused) = fill(s.addr, TOKEN, 40).await;
+    assert_own_share_refusal(&refused, "acme", 3 << 20);
+    assert!(ok >= 12, "{ok} responses of ~200 KB in 3 MiB");
+    // globex's quarter (1 MiB, less the usage records): several responses.
+    let (theirs, full) = fill(s.addr, OTHER_TOKEN, 40).await;
+    assert!(theirs >= 3, "globex recorded {theirs}");
+    assert_eq!(full.status, 507);
+}
+
+/// A share counted in one process cannot hold for executors sharing a
+/// PostgreSQL store: the setting is refused there, before connecting.
+#[tokio::test]
+async fn a_share_on_a_postgresql_store_is_refused_at_start() {
+    let dir = packs(&["hello"]);
+    let mut opts = ServeOptions::new("127.0.0.1:0".parse().unwrap());
+    let cfg = serve_toml("maxStoreBytesPerTenant = 1048576");
+    opts.packs_dir(dir.path())
+        .store(wop_serve::StoreChoice::Spec(
+            "postgres://nobody@127.0.0.1:1/none".into(),
+        ))
+        .config(ServeConfig::from_toml(&cfg).unwrap());
+    let e = Server::bind(opts).await.err().expect("refused").to_string();
+    assert!(
+        e.contains("maxStoreBytesPerTenant") && e.contains("PostgreSQL"),
+        "{e}"
+    );
+}
