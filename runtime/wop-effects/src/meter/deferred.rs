@@ -55,6 +55,40 @@ pub(super) struct Queue {
     /// Held while a flush writes, so that a reader's flush returns only
     /// after every record queued before it is stored.
     writing: tokio::sync::Mutex<()>,
+    /// Timed flushes that failed, for the log.
+    failures: Mutex<Failures>,
+}
+
+/// How often a failing timed flush is logged: the first failure, then at
+/// most once per [`Failures::EVERY`] with the count since the last line.
+/// A store refusing writes (a full disk) fails every batch window, up to
+/// 100 times a second under load.
+#[derive(Default)]
+pub(super) struct Failures {
+    /// When the last line was logged.
+    logged: Option<std::time::Instant>,
+    /// Failures since then, not logged.
+    quiet: u64,
+}
+
+impl Failures {
+    /// The least time between two lines.
+    pub(super) const EVERY: Duration = Duration::from_secs(10);
+
+    /// A failure at `now`: `Some(n)` if it is to be logged, `n` the
+    /// failures not logged before it.
+    pub(super) fn failed(&mut self, now: std::time::Instant) -> Option<u64> {
+        match self.logged {
+            Some(at) if now.duration_since(at) < Self::EVERY => {
+                self.quiet += 1;
+                None
+            }
+            _ => {
+                self.logged = Some(now);
+                Some(std::mem::take(&mut self.quiet))
+            }
+        }
+    }
 }
 
 pub(super) struct Queued {
@@ -111,7 +145,18 @@ impl Meter {
             runtime.spawn(async move {
                 tokio::time::sleep(window).await;
                 if let Err(e) = meter.flush().await {
-                    tracing::error!(error = %e, "cannot persist deferred usage");
+                    let mut f = meter
+                        .queue
+                        .failures
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner());
+                    if let Some(quiet) = f.failed(std::time::Instant::now()) {
+                        tracing::error!(
+                            error = %e,
+                            failures_not_logged = quiet,
+                            "cannot persist deferred usage (logged at most every 10 s)"
+                        );
+                    }
                 }
             });
         }

@@ -226,3 +226,20 @@ async fn a_queued_record_keeps_the_stored_breakdown_and_its_dropped_count() {
     assert_eq!(s.usage.host_call_breakdown.len(), 8);
     assert_eq!(s.host_call_breakdown_dropped, 32);
 }
+
+/// A store that refuses every batch is logged once, then at most once per
+/// ten seconds with the failures in between counted.
+#[test]
+fn failing_flushes_are_logged_once_per_ten_seconds_with_a_count() {
+    let mut f = Failures::default();
+    let t0 = std::time::Instant::now();
+    let at = |ms: u64| t0 + Duration::from_millis(ms);
+    assert_eq!(f.failed(at(0)), Some(0));
+    // 100 windows a second for ten seconds: not logged.
+    for i in 1..1000 {
+        assert_eq!(f.failed(at(i * 10)), None, "{i}");
+    }
+    assert_eq!(f.failed(at(10_000)), Some(999));
+    assert_eq!(f.failed(at(10_001)), None);
+    assert_eq!(f.failed(at(60_000)), Some(1));
+}
