@@ -366,6 +366,19 @@ impl ServeConfig {
     }
 }
 
+/// What one of `tenants` may hold of `total` when `serve.toml` sets no
+/// per-tenant figure: with one tenant (or none) all of it; with several,
+/// three quarters (at least one), so that a quarter is always left to the
+/// others. `maxInFlightPerTenant` and `maxStoreBytesPerTenant` both
+/// default to it.
+pub(crate) fn tenant_default(total: u64, tenants: usize) -> u64 {
+    if tenants <= 1 {
+        total
+    } else {
+        (total / 4 * 3 + total % 4 * 3 / 4).max(1)
+    }
+}
+
 /// The hex SHA-256 of a token, as `serve.toml` stores it.
 pub fn token_sha256(token: &str) -> String {
     use sha2::Digest as _;
@@ -414,6 +427,16 @@ mod tests {
             .is_err()
         );
         assert!(valid_tenant("anon:local") && valid_tenant("a.b-c") && !valid_tenant("a/b"));
+    }
+
+    #[test]
+    fn by_default_a_tenant_leaves_a_quarter_to_the_others() {
+        assert_eq!(tenant_default(64, 0), 64);
+        assert_eq!(tenant_default(64, 1), 64);
+        assert_eq!(tenant_default(64, 2), 48);
+        assert_eq!(tenant_default(7, 2), 5);
+        assert_eq!(tenant_default(1, 3), 1);
+        assert_eq!(tenant_default(u64::MAX, 2), u64::MAX / 4 * 3 + 2);
     }
 
     #[test]

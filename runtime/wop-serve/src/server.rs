@@ -389,7 +389,8 @@ impl Server {
             })?;
         let permits = Arc::new(Semaphore::new(cfg.max_in_flight));
         let per_tenant = cfg.max_in_flight_per_tenant.unwrap_or_else(|| {
-            crate::slots::default_per_tenant(cfg.max_in_flight, cfg.tenants().len())
+            let tenants = cfg.tenants().len();
+            crate::config::tenant_default(cfg.max_in_flight as u64, tenants) as usize
         });
         let state = Arc::new(Shared {
             store,

@@ -92,17 +92,6 @@ impl Slots {
     }
 }
 
-/// The cap when `serve.toml` sets none: with one tenant (or none) the
-/// whole server; with several, three quarters of it (at least one), so
-/// that a quarter of the slots is always left to the others.
-pub(crate) fn default_per_tenant(max_in_flight: usize, tenants: usize) -> usize {
-    if tenants <= 1 {
-        max_in_flight
-    } else {
-        (max_in_flight * 3 / 4).max(1)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,13 +124,5 @@ mod tests {
         drop((a, b));
         assert_eq!(slots.tenants_in_flight(), 0);
         assert_eq!(sem.available_permits(), 2);
-    }
-
-    #[test]
-    fn the_default_share_leaves_a_quarter_to_other_tenants() {
-        assert_eq!(default_per_tenant(64, 0), 64);
-        assert_eq!(default_per_tenant(64, 1), 64);
-        assert_eq!(default_per_tenant(64, 2), 48);
-        assert_eq!(default_per_tenant(1, 3), 1);
     }
 }

@@ -85,6 +85,7 @@ impl StoreChoice {
         );
         Ok(Arc::new(counted.with_share(share)))
     }
+
     /// `usageDeferMs` unless `serve.toml` says: 0 where other executors
     /// may read the same usage (PostgreSQL, a store the embedder built).
     pub(crate) fn usage_defer_ms(&self) -> u64 {
@@ -97,8 +98,9 @@ impl StoreChoice {
 }
 
 /// With several tenants and no `maxStoreBytesPerTenant`: three quarters of
-/// what the store can hold, so that one tenant always leaves a quarter to
-/// the others (as `maxInFlightPerTenant` does with the slots). A sled
+/// what the store can hold (`tenant_default`, as for
+/// `maxInFlightPerTenant`), so that one tenant always leaves a quarter to
+/// the others. A sled
 /// store can hold what the tenants hold now plus a quarter of the free
 /// space above its reserve: its files took 2.9 to 4 times the bytes of
 /// the records written (keyed responses of 400 KB on a 24 and a 128 MiB
@@ -114,7 +116,7 @@ fn default_share(
         (_, Some(r)) => held.saturating_add(r.free_bytes.saturating_sub(r.reserve_bytes) / 4),
         (_, None) => return u64::MAX,
     };
-    capacity / 4 * 3
+    crate::config::tenant_default(capacity, cfg.tenants().len())
 }
 
 #[cfg(test)]
@@ -132,10 +134,16 @@ mod tests {
 
     #[test]
     fn the_default_share_is_three_quarters_of_what_the_store_can_hold() {
-        let cfg = ServeConfig {
-            memory_store_bytes: 4 << 20,
-            ..ServeConfig::default()
+        let token = |t: &str, tenant: &str| {
+            let sha = crate::config::token_sha256(t);
+            format!("[[tokens]]\nsha256 = \"{sha}\"\nprincipal = \"{t}\"\ntenant = \"{tenant}\"\n")
         };
+        let two = format!(
+            "memoryStoreBytes = 4194304\n{}{}",
+            token("a", "acme"),
+            token("b", "globex")
+        );
+        let cfg = ServeConfig::from_toml(&two).expect("two tenants");
         let memory = StoreChoice::Memory;
         assert_eq!(default_share(&memory, &cfg, 0, room(4 << 20, 0)), 3 << 20);
         let sled = StoreChoice::Spec("/var/lib/wop".into());

@@ -62,6 +62,12 @@ pub trait Tap: Send + Sync {
         true
     }
 
+    /// An error `op` fails with instead of reaching the inner store (a
+    /// store whose disk fails), or `None` to let it through.
+    fn fails(&self, _op: Op<'_>) -> Option<StoreError> {
+        None
+    }
+
     /// After an operation succeeded: the bytes of the values (and, for
     /// scans, keys) it read back, a failed swap's current value included.
     fn read(&self, _bytes: usize) {}
@@ -87,6 +93,14 @@ impl<T: Tap> Tapped<T> {
     pub fn new(inner: Arc<dyn KvStore>, tap: T) -> Arc<Self> {
         Arc::new(Tapped { inner, tap })
     }
+
+    /// Asks the tap about `op`: its error, or whether to apply it.
+    async fn ask(&self, op: Op<'_>) -> Result<bool, StoreError> {
+        match self.tap.fails(op) {
+            Some(e) => Err(e),
+            None => Ok(self.tap.before(op).await),
+        }
+    }
 }
 
 fn scanned(pairs: &[(String, Vec<u8>)]) -> usize {
@@ -102,7 +116,7 @@ impl<T: Tap> KvStore for Tapped<T> {
         new: Option<Vec<u8>>,
     ) -> Result<CasResult, StoreError> {
         let deletes = new.is_none();
-        self.tap.before(Op::Swap { key, deletes }).await;
+        self.ask(Op::Swap { key, deletes }).await?;
         let r = self.inner.compare_and_swap(key, expected, new).await?;
         if let Err(Some(current)) = &r {
             self.tap.read(current.len());
@@ -111,21 +125,21 @@ impl<T: Tap> KvStore for Tapped<T> {
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.tap.before(Op::Get { key }).await;
+        self.ask(Op::Get { key }).await?;
         let v = self.inner.get(key).await?;
         self.tap.read(v.as_ref().map_or(0, Vec::len));
         Ok(v)
     }
 
     async fn put(&self, key: &str, value: Vec<u8>) -> Result<(), StoreError> {
-        if !self.tap.before(Op::Put { key }).await {
+        if !self.ask(Op::Put { key }).await? {
             return Ok(());
         }
         self.inner.put(key, value).await
     }
 
     async fn remove(&self, key: &str) -> Result<(), StoreError> {
-        if !self.tap.before(Op::Remove { key }).await {
+        if !self.ask(Op::Remove { key }).await? {
             return Ok(());
         }
         self.inner.remove(key).await
@@ -136,7 +150,7 @@ impl<T: Tap> KvStore for Tapped<T> {
         prefix: &str,
         limit: usize,
     ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        self.tap.before(Op::ScanPrefix { prefix }).await;
+        self.ask(Op::ScanPrefix { prefix }).await?;
         let v = self.inner.scan_prefix(prefix, limit).await?;
         self.tap.read(scanned(&v));
         Ok(v)
@@ -148,7 +162,7 @@ impl<T: Tap> KvStore for Tapped<T> {
         end: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        self.tap.before(Op::ScanRange { start, end }).await;
+        self.ask(Op::ScanRange { start, end }).await?;
         let v = self.inner.scan_range(start, end, limit).await?;
         self.tap.read(scanned(&v));
         Ok(v)
@@ -164,6 +178,10 @@ impl<T: Tap> KvStore for Tapped<T> {
         key: &str,
         value: Vec<u8>,
     ) -> Result<CasResult, StoreError> {
+        let op = Op::PutThenInsert { marker, key };
+        if let Some(e) = self.tap.fails(op) {
+            return Err(e);
+        }
         if self.tap.three_round_trip_claims() {
             self.inner.put(marker, marker_value).await?;
             if let Some(v) = self.inner.get(key).await? {
@@ -171,7 +189,7 @@ impl<T: Tap> KvStore for Tapped<T> {
             }
             return self.inner.compare_and_swap(key, None, Some(value)).await;
         }
-        self.tap.before(Op::PutThenInsert { marker, key }).await;
+        self.tap.before(op).await;
         let r = self
             .inner
             .put_then_insert(marker, marker_value, key, value)

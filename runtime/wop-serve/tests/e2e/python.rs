@@ -197,3 +197,51 @@ async fn python_mcp_sdk_sees_why_a_body_was_refused() {
     assert_eq!(v["isError"], false, "{v}");
     s.stop().await;
 }
+
+/// A keyed call past the tenant's share of the store (decision 0054), as
+/// the official SDK shows it: the invocation's own error, naming the
+/// share and the setting, with nothing run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_mcp_sdk_sees_a_call_refused_past_the_tenants_share() {
+    let Some(py) = python_or_skip() else { return };
+    let s = start(
+        "",
+        &serve_toml("maxStoreBytesPerTenant = 1048576"),
+        &["hello"],
+    )
+    .await;
+    let url = format!("http://{}/mcp", s.addr);
+    let big =
+        serde_json::json!({"typeId": "wop.samples.hello", "inputs": {"name": "A".repeat(100_000)}});
+    let mut refused = false;
+    for i in 0..40 {
+        let r = keyed_as(s.addr, Some(TOKEN), &format!("key-{i}"), &big).await;
+        if r.status == 507 {
+            refused = true;
+            break;
+        }
+        assert_eq!(r.status, 200, "response {i}");
+    }
+    assert!(refused, "40 responses of ~200 KB and still not past 1 MiB");
+    let v = WaitingClient::start_with(&py, &url, &["100000", "from-the-sdk"])
+        .await
+        .call()
+        .await;
+    let head: String = v.to_string().chars().take(600).collect();
+    assert_eq!(v["isError"], true, "{head}");
+    let refusal = &v["structuredContent"];
+    assert_eq!(refusal["code"], "effect_store_full", "{head}");
+    let message = refusal["message"].as_str().unwrap_or_default();
+    for part in [
+        "did not run",
+        "tenant `acme`",
+        "share of 1048576 bytes",
+        "maxStoreBytesPerTenant",
+    ] {
+        assert!(message.contains(part), "no {part:?} in {head}");
+    }
+    // An un-keyed call claims nothing and runs.
+    let v = WaitingClient::start(&py, &url).await.call().await;
+    assert_eq!(v["isError"], false, "{v}");
+    s.stop().await;
+}

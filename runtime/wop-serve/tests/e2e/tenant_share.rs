@@ -8,6 +8,7 @@
 
 use super::*;
 use serde_json::json;
+use std::sync::Arc;
 
 async fn keyed(addr: SocketAddr, token: &str, key: &str, body: &Value) -> Resp {
     keyed_as(addr, Some(token), key, body).await
@@ -136,6 +137,54 @@ async fn a_share_on_a_postgresql_store_is_refused_at_start() {
     let e = Server::bind(opts).await.err().expect("refused").to_string();
     assert!(
         e.contains("maxStoreBytesPerTenant") && e.contains("PostgreSQL"),
+        "{e}"
+    );
+}
+
+/// A store the embedder built is not shared out by default (other
+/// executors may write it too), but `maxStoreBytesPerTenant` applies to
+/// it when set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_share_set_for_the_embedders_own_store_holds() {
+    const SHARE: u64 = 1 << 20;
+    let store = Arc::new(wop_runtime::store::MemoryStore::new());
+    let custom = wop_serve::StoreChoice::Custom(store);
+    let cfg = serve_toml(&format!("maxStoreBytesPerTenant = {SHARE}"));
+    let s = start_on("", &cfg, &["hello"], custom).await;
+    let (ok, refused) = fill(s.addr, TOKEN, 40).await;
+    assert!((4..=6).contains(&ok), "{ok} responses in 1 MiB");
+    assert_own_share_refusal(&refused, "acme", SHARE);
+    let r = keyed(s.addr, OTHER_TOKEN, "key-0", &big()).await;
+    assert_eq!(r.status, 200, "globex's first response");
+}
+
+/// Scans that fail: the store's disk cannot be read.
+struct UnreadableScans;
+
+#[async_trait::async_trait]
+impl wop_runtime::store::tap::Tap for UnreadableScans {
+    fn fails(&self, op: wop_runtime::store::tap::Op<'_>) -> Option<wop_runtime::store::StoreError> {
+        use wop_runtime::store::tap::Op;
+        matches!(op, Op::ScanRange { .. } | Op::ScanPrefix { .. })
+            .then(|| wop_runtime::store::StoreError::Io("Input/output error (os error 5)".into()))
+    }
+}
+
+/// The shares are counted from the store at start; a store that cannot
+/// be read does not start a server whose shares would be wrong, and the
+/// operator learns why.
+#[tokio::test]
+async fn a_store_whose_records_cannot_be_counted_does_not_start() {
+    let memory = Arc::new(wop_runtime::store::MemoryStore::new());
+    let store = wop_runtime::store::tap::Tapped::new(memory, UnreadableScans);
+    let dir = packs(&["hello"]);
+    let mut opts = ServeOptions::new("127.0.0.1:0".parse().unwrap());
+    opts.packs_dir(dir.path())
+        .store(wop_serve::StoreChoice::Custom(store))
+        .config(ServeConfig::from_toml(&serve_toml("maxStoreBytesPerTenant = 1048576")).unwrap());
+    let e = Server::bind(opts).await.err().expect("refused").to_string();
+    assert!(
+        e.contains("cannot count the tenants' effect records") && e.contains("os error 5"),
         "{e}"
     );
 }
