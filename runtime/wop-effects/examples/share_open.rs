@@ -1,9 +1,11 @@
 //! What counting the tenants' shares costs when a store is opened
-//! (decision 0054): fills a sled store with `N` completed effect records
-//! (results of `BYTES` bytes, eight tenants), reopens it and times
-//! `TenantShare::open`, which reads every effect record and listing entry.
+//! (decisions 0054, 0055): fills a sled store with `N` completed effect
+//! records (results of `BYTES` bytes, eight tenants) and `USAGE` usage
+//! records (850 bytes, as a hello's record and roll-up measured), reopens
+//! it and times `TenantShare::open`, which reads every counted record.
 //!
-//! `cargo run --release -p wop-effects --example share_open -- 100000 512`
+//! `cargo run --release -p wop-effects --example share_open -- 100000 512 0`
+//! `cargo run --release -p wop-effects --example share_open -- 0 0 1000000`
 // A benchmark: a failure should stop it loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -54,19 +56,42 @@ async fn fill(kv: Arc<dyn KvStore>, n: u64, bytes: usize) {
     }
 }
 
+/// `n` usage records of eight tenants, written as the meter keys them.
+async fn fill_usage(kv: Arc<dyn KvStore>, n: u64) {
+    let mut tasks = Vec::new();
+    for w in 0..WRITERS {
+        let kv = kv.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (w..n).step_by(WRITERS as usize) {
+                let key = format!("usage/tenant-{}/inv-{i}/1765000000000-1-{i}", i % 8);
+                kv.put(&key, vec![b'u'; 790]).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let mut args = std::env::args().skip(1);
     let n: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let bytes: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(512);
+    let usage: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(0);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     let started = Instant::now();
-    fill(Arc::new(SledStore::open(&path).unwrap()), n, bytes).await;
+    let sled: Arc<dyn KvStore> = Arc::new(SledStore::open(&path).unwrap());
+    fill(sled.clone(), n, bytes).await;
+    fill_usage(sled.clone(), usage).await;
+    sled.put("meta/flushed", Vec::new()).await.unwrap();
+    drop(sled);
     println!(
-        "filled {n} records of {bytes}-byte results in {:.1?}",
+        "filled {n} records of {bytes}-byte results and {usage} usage records in {:.1?}",
         started.elapsed()
     );
+    let n = n + usage;
     // A new process: open the store, then count.
     let kv: Arc<dyn KvStore> = Arc::new(SledStore::open(&path).unwrap());
     let started = Instant::now();

@@ -18,7 +18,7 @@
 //! retentionPurgeMinutes = 60  # effect and usage records past the retention are deleted this often (0: never)
 //! memoryStoreBytes = 1073741824  # --memory-store: the most it holds; past it new claims → effect_store_full
 //! diskReserveBytes = 268435456   # sled store: free space kept on its disk; below it new claims → effect_store_full (default: a tenth of the disk, 16–256 MiB)
-//! maxStoreBytesPerTenant = 0     # effect records one tenant holds; past it its new claims → effect_store_full (default: none with one tenant, 3/4 of the store with several; 0: none)
+//! maxStoreBytesPerTenant = 0     # records one tenant holds (effects, usage); past it its new claims and invocations → effect_store_full (default: none with one tenant, 3/4 of the store with several; 0: none)
 //! retryAfterSecs = 1          # `Retry-After` on 503
 //! anonymousLoopback = false   # serve without a token (loopback listen only)
 //! anonymousScopes = []
@@ -123,19 +123,22 @@ pub struct ServeConfig {
     /// Writes resume by themselves once space returns. 0: no reserve.
     /// Default: a tenth of the disk, within 16 MiB to 256 MiB.
     pub disk_reserve_bytes: Option<u64>,
-    /// The most bytes of effect records (a keyed invocation's recorded
-    /// response, an effectful tool call's result, their listing entries)
-    /// one tenant holds in a sled or in-memory store (decision 0054).
-    /// Past it the tenant's new effect claims and idempotency claims are
-    /// refused with `effect_store_full` (`507` for an idempotent request)
-    /// and its own figures; its recorded claims are still replayed, a
-    /// claim's outcome is still recorded, and other tenants go on.
-    /// Retention gives the bytes back. Default: none when the server has
-    /// one tenant; with several, three quarters of what the store can
-    /// hold (the in-memory store's `memoryStoreBytes`; on sled, what the
-    /// tenants hold at start plus a quarter of the free space above
-    /// `diskReserveBytes`, sled's files taking up to 4 times the bytes
-    /// written), so a quarter is always left to the others.
+    /// The most bytes of records one tenant holds in a sled or in-memory
+    /// store: its effect records (a keyed invocation's recorded response,
+    /// an effectful tool call's result, their listing entries; decision
+    /// 0054) and what its invocations record (usage records, run
+    /// roll-ups and ledgers; decision 0055). Past it the tenant's new
+    /// effect claims and idempotency claims are refused with
+    /// `effect_store_full` (`507` for an idempotent request) and its own
+    /// figures, and so are its invocations without a key, before they
+    /// start; its recorded claims are still replayed, a claim's outcome
+    /// and an admitted invocation's usage are still recorded, and other
+    /// tenants go on. Retention gives the bytes back. Default: none when
+    /// the server has one tenant; with several, three quarters of what the
+    /// store can hold (the in-memory store's `memoryStoreBytes`; on sled,
+    /// what the tenants hold at start plus a quarter of the free space
+    /// above `diskReserveBytes`, sled's files taking up to 4 times the
+    /// bytes written), so a quarter is always left to the others.
     /// 0: none. Not for a PostgreSQL store (executors sharing it would each
     /// count only their own writes).
     pub max_store_bytes_per_tenant: Option<u64>,

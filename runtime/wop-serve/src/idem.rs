@@ -40,6 +40,9 @@ pub(crate) enum IdemError {
     Store(String),
     /// The effect store is full (a bounded in-memory store): nothing ran.
     Full(String),
+    /// The tenant holds its share of the store (decision 0055): an
+    /// invocation that claims nothing did not start. Details.
+    OverShare(String, Value),
 }
 
 impl IdemError {
@@ -66,8 +69,29 @@ impl IdemError {
                 format!("the invocation was not claimed, so it did not run: {m}"),
                 None,
             ),
+            IdemError::OverShare(m, d) => (
+                ErrorCode::EffectStoreFull,
+                format!("the invocation did not run: {m}"),
+                Some(d.clone()),
+            ),
         }
     }
+}
+
+/// Whether `tenant` may start an invocation that claims nothing (it
+/// still records its usage): not once it holds its share of the store.
+pub(crate) fn within_share(state: &Shared, tenant: &str) -> Result<(), IdemError> {
+    let Some(share) = &state.share else {
+        return Ok(());
+    };
+    share.admits(tenant).map_err(|e| {
+        let details = json!({
+            "tenant": tenant,
+            "heldBytes": share.held(tenant),
+            "maxStoreBytesPerTenant": share.share(),
+        });
+        IdemError::OverShare(e.to_string(), details)
+    })
 }
 
 /// The tool id under which a node type's invocations are claimed.

@@ -173,14 +173,14 @@ fn answer(reply: Reply, replayed: bool) -> Response {
     r
 }
 
-/// Why an invocation under a key did not run: `409` (mismatch, or in
-/// flight with `Retry-After`), `507` (the effect store is full) or `500`
-/// (the effect store failed).
+/// Why an invocation did not run: `409` (mismatch, or in flight with
+/// `Retry-After`), `507` (the effect store is full, or the tenant holds
+/// its share of it) or `500` (the effect store failed).
 fn refusal(e: &IdemError) -> ApiError {
     let (code, message, details) = e.parts();
     let status = match e {
         IdemError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        IdemError::Full(_) => StatusCode::INSUFFICIENT_STORAGE,
+        IdemError::Full(_) | IdemError::OverShare(..) => StatusCode::INSUFFICIENT_STORAGE,
         _ => StatusCode::CONFLICT,
     };
     let mut err = ApiError::new(status, code, message);

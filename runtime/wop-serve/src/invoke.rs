@@ -172,7 +172,10 @@ pub(crate) async fn run(
         let invocation_id = crate::ids::invocation_id();
         let (req, claim) = prepare(run, &invocation_id);
         let held = match claim {
-            None => None,
+            None => {
+                idem::within_share(&state, &req.context.tenant_id)?;
+                None
+            }
             Some(claim) => match idem::claim(&state, &claim).await? {
                 Claimed::Replay(recorded) => return Ok((Reply::Tree(recorded), true)),
                 Claimed::Held(held) => Some(held),

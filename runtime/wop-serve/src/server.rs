@@ -289,7 +289,7 @@ impl Server {
                 },
             );
         }
-        let store = opts.store.open(&cfg).await.map_err(ServeError::Store)?;
+        let (store, share) = opts.store.open(&cfg).await.map_err(ServeError::Store)?;
         let mut rc = RuntimeConfig::new();
         rc.policy(opts.policy.clone()).effect_store(store.clone());
         if let StoreChoice::Memory = &opts.store {
@@ -394,6 +394,7 @@ impl Server {
         });
         let state = Arc::new(Shared {
             store,
+            share,
             slots: crate::slots::Slots::new(permits.clone(), per_tenant),
             listings: crate::slots::Slots::new(
                 Arc::new(Semaphore::new(crate::slots::LISTINGS)),

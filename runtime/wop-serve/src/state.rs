@@ -47,6 +47,10 @@ pub(crate) struct Shared {
     /// The effect store the runtime was given (for its room in
     /// `/metrics` and `/healthz`).
     pub store: Arc<dyn wop_runtime::store::KvStore>,
+    /// Each tenant's share of the store (`maxStoreBytesPerTenant`), when
+    /// there is one: asked before an invocation that claims nothing starts
+    /// (`invoke::run`).
+    pub share: Option<Arc<wop_runtime::store::TenantShare>>,
     pub cfg: ServeConfig,
     /// `cfg.allowed_origins`, normalized (see `guard`).
     pub origins: Vec<String>,

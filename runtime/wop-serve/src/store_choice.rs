@@ -5,6 +5,9 @@ use crate::config::ServeConfig;
 use std::sync::Arc;
 use wop_runtime::store::{KvStore, MemoryStore, SledOptions, StoreRoom, TenantShare};
 
+/// The store, and each tenant's share of it when there is one.
+pub(crate) type Opened = (Arc<dyn KvStore>, Option<Arc<TenantShare>>);
+
 /// `usageDeferMs` on a store only this process uses (sled, memory).
 const DEFAULT_USAGE_DEFER_MS: u64 = 10;
 
@@ -21,9 +24,10 @@ pub enum StoreChoice {
 
 impl StoreChoice {
     /// Opens the store: in memory with `memoryStoreBytes`, sled keeping
-    /// `diskReserveBytes` free (decision 0053), each tenant's effect
-    /// records within `maxStoreBytesPerTenant` (decision 0054).
-    pub(crate) async fn open(&self, cfg: &ServeConfig) -> Result<Arc<dyn KvStore>, String> {
+    /// `diskReserveBytes` free (decision 0053), each tenant's records
+    /// within `maxStoreBytesPerTenant` (decisions 0054, 0055); with the
+    /// share, when there is one, to ask before an invocation starts.
+    pub(crate) async fn open(&self, cfg: &ServeConfig) -> Result<Opened, String> {
         if let StoreChoice::Spec(s) = self
             && wop_runtime::store::is_postgres_url(s)
             && cfg.max_store_bytes_per_tenant.is_some_and(|b| b > 0)
@@ -49,13 +53,13 @@ impl StoreChoice {
         self.shared_out(store, cfg).await
     }
 
-    /// `store` with each tenant's share of its effect records, when one
-    /// is set or due by default.
+    /// `store` with each tenant's share of its records, when one is set
+    /// or due by default.
     async fn shared_out(
         &self,
         store: Arc<dyn KvStore>,
         cfg: &ServeConfig,
-    ) -> Result<Arc<dyn KvStore>, String> {
+    ) -> Result<Opened, String> {
         let set = cfg.max_store_bytes_per_tenant;
         let local = match self {
             StoreChoice::Spec(s) => !wop_runtime::store::is_postgres_url(s),
@@ -68,11 +72,11 @@ impl StoreChoice {
             None => local && cfg.tenants().len() > 1,
         };
         if !wanted {
-            return Ok(store);
+            return Ok((store, None));
         }
         let counted = TenantShare::open(store.clone(), u64::MAX)
             .await
-            .map_err(|e| format!("cannot count the tenants' effect records: {e}"))?;
+            .map_err(|e| format!("cannot count the tenants' records: {e}"))?;
         let share = match set {
             Some(b) => b,
             None => default_share(self, cfg, counted.total(), store.room()),
@@ -80,10 +84,11 @@ impl StoreChoice {
         tracing::info!(
             share_bytes = share,
             held_bytes = counted.total(),
-            "each tenant's effect records are kept within its share of the store \
+            "each tenant's records are kept within its share of the store \
              (maxStoreBytesPerTenant)"
         );
-        Ok(Arc::new(counted.with_share(share)))
+        let shared = Arc::new(counted.with_share(share));
+        Ok((shared.clone(), Some(shared)))
     }
 
     /// `usageDeferMs` unless `serve.toml` says: 0 where other executors

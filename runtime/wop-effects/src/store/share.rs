@@ -1,32 +1,46 @@
-//! Each tenant's share of a store's effect records (decision 0054).
+//! Each tenant's share of a store (decisions 0054 and 0055).
 //!
 //! A tenant decides how large its effect records are: a keyed invocation
 //! records its whole response, an effectful tool call its result (up to
-//! `maxResultBytes`, MiBs). Without a share, one tenant could fill the
-//! store until the disk reserve (decision 0053) refuses every tenant's new
-//! claims. [`TenantShare`] wraps a local store (sled, memory) and counts,
-//! per tenant, the bytes (keys and values) of its effect records
-//! (`effect/<id>`, attributed by the record's `tenantId`) and of their
-//! listing entries (`run/<tenant>/…`). A write that would create one of
-//! those keys for a tenant holding its share is refused with
-//! [`StoreError::Full`] and the tenant's own figures; a claim and its
-//! listing entry are checked as one, so a refused claim writes neither.
+//! `maxResultBytes`, MiBs); and every invocation it starts records its
+//! usage (a record of up to 8 KiB, its run's roll-up and ledger). Without
+//! a share, one tenant could fill the store until the disk reserve
+//! (decision 0053) refuses every tenant's new claims. [`TenantShare`]
+//! wraps a local store (sled, memory) and counts, per tenant, the bytes
+//! (keys and values) of
+//!
+//! - its **claimed** records: effect records (`effect/<id>`, attributed
+//!   by the record's `tenantId`) and their listing entries
+//!   (`run/<tenant>/…`). A write that would create one of those keys for a
+//!   tenant holding its share is refused with [`StoreError::Full`] and the
+//!   tenant's own figures; a claim and its listing entry are checked as
+//!   one, so a refused claim writes neither;
+//! - its **recorded** usage: usage records (`usage/<tenant>/…`), run
+//!   roll-ups (`rollup/run/<tenant>/…`) and ledgers (`ledger/<tenant>/…`).
+//!   These are never refused here (an invocation that ran records what it
+//!   cost); instead the caller asks [`TenantShare::admits`] before it
+//!   starts an invocation, which refuses a tenant holding its share.
+//!
 //! What it leaves alone:
 //!
-//! - **replacements** (settling a claim, a takeover) always go ahead, so
-//!   that a claim admitted under the share can record what it did;
+//! - **replacements** (settling a claim, a takeover, a roll-up's update)
+//!   always go ahead, so that a claim admitted under the share can record
+//!   what it did;
 //! - **a write that could not change anything** is answered as before (a
 //!   swap that would fail reports the current value; a put of the stored
 //!   value succeeds), so a replay of a recorded claim is answered, and
 //!   listed in its run (one listing entry, ~100 bytes) even past the
 //!   share;
-//! - **removals** (retention) always go ahead and give the bytes back;
-//! - **other records** (usage records, ledgers, roll-ups: at most 8 KiB
-//!   per invocation, decision 0031) are not counted.
+//! - **removals** (retention, the meter's bound) always go ahead and give
+//!   the bytes back;
+//! - **other records** (the packs' all-time roll-ups, one per tenant and
+//!   pack) are not counted.
 //!
-//! The counts live in this process: they are rebuilt by a scan of the
-//! `effect/` and `run/` keys when the share is opened, and kept exact by
-//! reading a key's old value before a put or a remove. Writers racing on
+//! A tenant passes its share by at most what the invocations and claims
+//! it has in flight write. The counts live in this process: they are
+//! rebuilt by a scan of the counted keys when the share is opened, and
+//! kept exact by reading a key's old value before a put or a remove (not
+//! for usage records, whose keys are new each time). Writers racing on
 //! one key can leave a count off by a record until the next open. Only
 //! for a store one process writes (sled locks its directory; the memory
 //! store is the process's): executors sharing PostgreSQL would each count
@@ -41,6 +55,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 const EFFECTS: &str = "effect/";
 /// Where their listing entries live (`run/<tenant>/<run>/<effectId>`).
 const LISTINGS: &str = "run/";
+/// Where usage records live (`usage/<tenant>/<run>/<ms>-<pid>-<seq>`):
+/// each key is written once.
+const USAGE: &str = "usage/";
+/// What every invocation records, keyed `<prefix><tenant>/…`: counted,
+/// never refused ([`TenantShare::admits`] is asked before).
+const RECORDED: [&str; 3] = [USAGE, "rollup/run/", "ledger/"];
 /// Keys read per page when counting at open.
 const PAGE: usize = 512;
 
@@ -48,7 +68,8 @@ const PAGE: usize = 512;
 /// key segment ([`crate::keys::part`]); `None` for records no share
 /// counts.
 fn tenant_of(key: &str, value: &[u8]) -> Option<String> {
-    if let Some(rest) = key.strip_prefix(LISTINGS) {
+    let keyed = RECORDED.into_iter().chain([LISTINGS]);
+    if let Some(rest) = keyed.filter_map(|p| key.strip_prefix(p)).next() {
         return rest.split_once('/').map(|(t, _)| t.to_owned());
     }
     if key.starts_with(EFFECTS) {
@@ -61,6 +82,17 @@ fn tenant_of(key: &str, value: &[u8]) -> Option<String> {
         return Some(crate::keys::part(&t.tenant_id));
     }
     None
+}
+
+/// Whether a new `key` is a claim the share refuses (else a record of
+/// what an admitted invocation did).
+fn claimed(key: &str) -> bool {
+    key.starts_with(EFFECTS) || key.starts_with(LISTINGS)
+}
+
+/// Whether records of `key` are counted (a remove reads them first).
+fn is_counted(key: &str) -> bool {
+    claimed(key) || RECORDED.iter().any(|p| key.starts_with(p))
 }
 
 fn size(key: &str, value: &[u8]) -> u64 {
@@ -78,12 +110,11 @@ pub struct TenantShare {
 }
 
 impl TenantShare {
-    /// Wraps `inner`, giving each tenant `share` bytes of effect records,
-    /// after counting what each already holds (one scan of the effect
-    /// records and their listing entries).
+    /// Wraps `inner`, giving each tenant `share` bytes of records, after
+    /// counting what each already holds (one scan of the counted keys).
     pub async fn open(inner: Arc<dyn KvStore>, share: u64) -> Result<TenantShare, StoreError> {
         let mut held: HashMap<String, u64> = HashMap::new();
-        for prefix in [EFFECTS, LISTINGS] {
+        for prefix in [EFFECTS, LISTINGS].into_iter().chain(RECORDED) {
             let end = crate::keys::prefix_end(prefix);
             let mut start = prefix.to_owned();
             loop {
@@ -119,13 +150,12 @@ impl TenantShare {
         self.share
     }
 
-    /// Bytes of effect records (and listing entries) all tenants hold.
+    /// Bytes of counted records all tenants hold.
     pub fn total(&self) -> u64 {
         self.counts().values().sum()
     }
 
-    /// Bytes of effect records (and their listing entries) `tenant`
-    /// holds.
+    /// Bytes of counted records `tenant` holds.
     pub fn held(&self, tenant: &str) -> u64 {
         let t = crate::keys::part(tenant);
         self.counts().get(&t).copied().unwrap_or(0)
@@ -134,6 +164,24 @@ impl TenantShare {
     /// Writes refused because their tenant held its share.
     pub fn refused_writes(&self) -> u64 {
         self.refused.load(Ordering::Relaxed)
+    }
+
+    /// Whether `tenant` may start an invocation, which records its usage:
+    /// refused, with its figures, once it holds its share. Its recorded
+    /// keyed requests still replay (they record nothing new).
+    pub fn admits(&self, tenant: &str) -> Result<(), StoreError> {
+        let now = self.held(tenant);
+        if now < self.share {
+            return Ok(());
+        }
+        Err(self.refuse(StoreError::Full(format!(
+            "tenant `{tenant}` holds {now} bytes of records in the store (effect records, usage \
+             records, ledgers and roll-ups), its share of {} bytes (maxStoreBytesPerTenant), so \
+             it can start no invocation that would record more; its recorded keyed requests \
+             still replay. Records past the retention are deleted every retentionPurgeMinutes, \
+             or ask the operator for a larger share",
+            self.share
+        ))))
     }
 
     fn counts(&self) -> MutexGuard<'_, HashMap<String, u64>> {
@@ -150,7 +198,7 @@ impl TenantShare {
         {
             let now = *held;
             return Err(StoreError::Full(format!(
-                "tenant `{tenant}` holds {now} bytes of effect records and this one needs {bytes} \
+                "tenant `{tenant}` holds {now} bytes of records in the store and this one needs {bytes} \
                  more, past its share of {} bytes (maxStoreBytesPerTenant); records past the \
                  retention are deleted every retentionPurgeMinutes, or ask the operator for a \
                  larger share",
@@ -231,7 +279,7 @@ impl KvStore for TenantShare {
         };
         let old = expected.map_or(0, |v| size(key, v));
         let next = new.as_deref().map_or(0, |v| size(key, v));
-        if expected.is_none() && new.is_some() {
+        if expected.is_none() && new.is_some() && claimed(key) {
             if let Err(refused) = self.reserve(&tenant, next) {
                 // A swap that would fail writes nothing: answer it.
                 let current = self.inner.get(key).await?;
@@ -259,13 +307,20 @@ impl KvStore for TenantShare {
 
     async fn put(&self, key: &str, value: Vec<u8>) -> Result<(), StoreError> {
         match tenant_of(key, &value) {
-            Some(tenant) => self.put_counted(&tenant, key, value, true).await,
+            // Written once each: no old value to read.
+            Some(tenant) if key.starts_with(USAGE) => {
+                let bytes = size(key, &value);
+                self.inner.put(key, value).await?;
+                self.resize(&tenant, 0, bytes);
+                Ok(())
+            }
+            Some(tenant) => self.put_counted(&tenant, key, value, claimed(key)).await,
             None => self.inner.put(key, value).await,
         }
     }
 
     async fn remove(&self, key: &str) -> Result<(), StoreError> {
-        if !(key.starts_with(EFFECTS) || key.starts_with(LISTINGS)) {
+        if !is_counted(key) {
             return self.inner.remove(key).await;
         }
         let old = self.inner.get(key).await?;

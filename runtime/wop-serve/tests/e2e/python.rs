@@ -200,7 +200,8 @@ async fn python_mcp_sdk_sees_why_a_body_was_refused() {
 
 /// A keyed call past the tenant's share of the store (decision 0054), as
 /// the official SDK shows it: the invocation's own error, naming the
-/// share and the setting, with nothing run.
+/// share and the setting, with nothing run; and an un-keyed one, refused
+/// before it starts (decision 0055).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_mcp_sdk_sees_a_call_refused_past_the_tenants_share() {
     let Some(py) = python_or_skip() else { return };
@@ -240,8 +241,11 @@ async fn python_mcp_sdk_sees_a_call_refused_past_the_tenants_share() {
     ] {
         assert!(message.contains(part), "no {part:?} in {head}");
     }
-    // An un-keyed call claims nothing and runs.
+    // An un-keyed call, which would record its usage, does not start.
     let v = WaitingClient::start(&py, &url).await.call().await;
-    assert_eq!(v["isError"], false, "{v}");
+    assert_eq!(v["isError"], true, "{v}");
+    let refusal = &v["structuredContent"];
+    assert_eq!(refusal["code"], "effect_store_full", "{v}");
+    assert_eq!(refusal["details"]["tenant"], "acme", "{v}");
     s.stop().await;
 }

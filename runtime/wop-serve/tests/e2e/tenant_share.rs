@@ -55,6 +55,23 @@ fn assert_own_share_refusal(r: &Resp, tenant: &str, share: u64) {
     assert!(m.contains("maxStoreBytesPerTenant"), "{m}");
 }
 
+/// A `507` for an invocation that claims nothing, refused before it
+/// started because `tenant` holds its share.
+fn assert_past_share_at_start(r: &Resp, tenant: &str, share: u64) {
+    let b = r.json();
+    assert_eq!(r.status, 507, "{b}");
+    assert_eq!(b["error"], "effect_store_full", "{b}");
+    let m = b["message"].as_str().unwrap();
+    assert!(
+        m.contains("did not run") && m.contains("maxStoreBytesPerTenant"),
+        "{m}"
+    );
+    let d = &b["details"];
+    assert_eq!(d["tenant"], tenant, "{b}");
+    assert_eq!(d["maxStoreBytesPerTenant"], share, "{b}");
+    assert!(d["heldBytes"].as_u64() >= Some(share), "{b}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenant_past_its_share_is_refused_and_the_others_go_on_after_a_restart_too() {
     const SHARE: u64 = 1 << 20;
@@ -68,12 +85,13 @@ async fn a_tenant_past_its_share_is_refused_and_the_others_go_on_after_a_restart
     // admitted below the share and its response recorded past it).
     assert!((4..=6).contains(&ok), "{ok} responses in 1 MiB");
     assert_own_share_refusal(&refused, "acme", SHARE);
-    // Its recorded response replays; an un-keyed invocation runs.
+    // Its recorded response replays; an un-keyed invocation, which would
+    // record its usage, does not start (decision 0055).
     let again = keyed(s.addr, TOKEN, "key-0", &big()).await;
     assert_eq!(again.status, 200);
     assert_eq!(again.header("idempotent-replayed"), Some("true"));
     let plain = post_json(s.addr, "/host/wop/invocations", TOKEN, &big()).await;
-    assert_eq!(plain.status, 200);
+    assert_past_share_at_start(&plain, "acme", SHARE);
     // Another tenant records as much as acme did.
     for i in 0..ok {
         let r = keyed(s.addr, OTHER_TOKEN, &format!("key-{i}"), &big()).await;
@@ -141,6 +159,41 @@ async fn a_share_on_a_postgresql_store_is_refused_at_start() {
     );
 }
 
+/// Usage alone: every invocation records its usage, so a tenant sending
+/// un-keyed invocations as fast as it can fills its share with usage
+/// records, and then its invocations do not start; the other tenants'
+/// still run (before decision 0055 it filled the store for everyone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_whose_usage_fills_its_share_starts_no_more_invocations() {
+    const SHARE: u64 = 32 << 10;
+    let cfg = serve_toml(&format!("maxStoreBytesPerTenant = {SHARE}"));
+    let s = start("", &cfg, &["hello"]).await;
+    let hello = json!({"typeId": "wop.samples.hello", "inputs": {"name": "Ada"}});
+    let mut ran = 0;
+    let refused = loop {
+        let r = post_json(s.addr, "/host/wop/invocations", TOKEN, &hello).await;
+        if r.status != 200 {
+            break r;
+        }
+        ran += 1;
+        assert!(ran < 2_000, "2,000 invocations and still within 32 KiB");
+    };
+    assert!(ran >= 10, "refused after {ran} invocations");
+    assert_past_share_at_start(&refused, "acme", SHARE);
+    // Through MCP, the tool's error result says the same.
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "wop.samples.hello", "arguments": {"name": "Ada"}}});
+    let r = post_json(s.addr, "/mcp", TOKEN, &call).await.json();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let refusal = &r["result"]["structuredContent"];
+    assert_eq!(refusal["code"], "effect_store_full", "{r}");
+    assert_eq!(refusal["details"]["tenant"], "acme", "{r}");
+    // Another tenant runs.
+    let r = post_json(s.addr, "/host/wop/invocations", OTHER_TOKEN, &hello).await;
+    assert_eq!(r.status, 200);
+    s.stop().await;
+}
+
 /// A store the embedder built is not shared out by default (other
 /// executors may write it too), but `maxStoreBytesPerTenant` applies to
 /// it when set.
@@ -184,7 +237,7 @@ async fn a_store_whose_records_cannot_be_counted_does_not_start() {
         .config(ServeConfig::from_toml(&serve_toml("maxStoreBytesPerTenant = 1048576")).unwrap());
     let e = Server::bind(opts).await.err().expect("refused").to_string();
     assert!(
-        e.contains("cannot count the tenants' effect records") && e.contains("os error 5"),
+        e.contains("cannot count the tenants' records") && e.contains("os error 5"),
         "{e}"
     );
 }

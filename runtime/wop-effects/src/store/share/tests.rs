@@ -115,6 +115,10 @@ async fn the_counts_are_rebuilt_when_the_store_is_opened_again() {
         let fx = Effects::new(share.clone(), "e");
         assert_eq!(claim(&fx, "acme", "a", 70).await, Ok(true));
         assert_eq!(claim(&fx, "a/b%", "a", 1).await, Ok(true));
+        share.put("usage/acme/r/1", vec![0; 100]).await.unwrap();
+        let recorded = "rollup/run/a%2Fb%25/r";
+        let r = share.compare_and_swap(recorded, None, Some(vec![0; 50]));
+        r.await.unwrap().unwrap();
         (share.held("acme"), share.held("a/b%"))
     };
     let sled: Arc<dyn KvStore> = Arc::new(SledStore::open(dir.path()).unwrap());
@@ -125,17 +129,65 @@ async fn the_counts_are_rebuilt_when_the_store_is_opened_again() {
     assert_eq!(claim(&fx, "acme", "a", 70).await, Ok(false));
 }
 
+/// What every invocation records (usage records, roll-ups, ledgers) is
+/// counted against its tenant (its key's segment) and never refused: a
+/// tenant holding its share is refused new invocations by `admits`
+/// instead.
 #[tokio::test]
-async fn records_no_share_counts_pass_through() {
-    let share = TenantShare::open(Arc::new(MemoryStore::new()), 10)
+async fn recorded_usage_is_counted_never_refused_and_past_the_share_admits_no_more() {
+    let share = TenantShare::open(Arc::new(MemoryStore::new()), 300)
         .await
         .unwrap();
+    share.admits("acme").unwrap();
+    let hundred = || Some(vec![0u8; 100]);
     share.put("usage/acme/r/1", vec![0; 100]).await.unwrap();
-    share.put("ledger/acme/r", vec![0; 100]).await.unwrap();
-    assert_eq!(share.held("acme"), 0);
-    // A listing entry is counted by its key's tenant.
+    let swap = |k: &'static str, old: Option<Vec<u8>>, new: Option<Vec<u8>>| {
+        let share = &share;
+        async move {
+            let r = share.compare_and_swap(k, old.as_deref(), new).await;
+            r.unwrap().unwrap();
+        }
+    };
+    swap("rollup/run/acme/r", None, hundred()).await;
+    swap("ledger/acme/r", None, hundred()).await;
+    // Past the share: still written and counted.
+    share.put("usage/acme/r/2", vec![0; 100]).await.unwrap();
+    let keys = [
+        "usage/acme/r/1",
+        "usage/acme/r/2",
+        "rollup/run/acme/r",
+        "ledger/acme/r",
+    ];
+    let key_bytes: u64 = keys.iter().map(|k| k.len() as u64).sum();
+    assert_eq!(share.held("acme"), 400 + key_bytes);
+    let e = share.admits("acme").unwrap_err();
+    assert!(e.is_full(), "{e}");
+    let m = e.to_string();
+    for part in [
+        "tenant `acme`",
+        "share of 300 bytes",
+        "maxStoreBytesPerTenant",
+        "replay",
+    ] {
+        assert!(m.contains(part), "no {part:?} in {m}");
+    }
+    assert_eq!(share.refused_writes(), 1);
+    share.admits("globex").unwrap();
+    // A new claim is refused past the share, as before.
     let e = share.put("run/acme/r/e1", Vec::new()).await.unwrap_err();
     assert!(e.is_full(), "{e}");
+    // A roll-up's update counts its change of size; the packs' all-time
+    // roll-ups are not counted.
+    swap("rollup/run/acme/r", hundred(), Some(vec![0; 10])).await;
+    assert_eq!(share.held("acme"), 310 + key_bytes);
+    share.put("rollup/pack/acme/p", vec![0; 100]).await.unwrap();
+    assert_eq!(share.held("acme"), 310 + key_bytes);
+    // Removals give back.
+    for k in keys {
+        share.remove(k).await.unwrap();
+    }
+    assert_eq!(share.held("acme"), 0);
+    share.admits("acme").unwrap();
     // Rewriting what is stored changes nothing and is not refused.
     let inner = Arc::new(MemoryStore::new());
     inner.put("run/acme/r/e1", Vec::new()).await.unwrap();
