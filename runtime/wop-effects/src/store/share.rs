@@ -28,9 +28,11 @@
 //!   what it did;
 //! - **a write that could not change anything** is answered as before (a
 //!   swap that would fail reports the current value; a put of the stored
-//!   value succeeds), so a replay of a recorded claim is answered, and
-//!   listed in its run (one listing entry, ~100 bytes) even past the
-//!   share;
+//!   value succeeds), so a replay of a recorded claim is answered; it is
+//!   listed in its run (one listing entry, ~100 bytes) while the entry
+//!   fits the share or is there already, and otherwise goes unlisted (a
+//!   tenant replaying one record from ever new runs would grow the store
+//!   past its share, an entry each);
 //! - **removals** (retention, the meter's bound) always go ahead and give
 //!   the bytes back;
 //! - **other records** (the packs' all-time roll-ups, one per tenant and
@@ -369,9 +371,9 @@ impl KvStore for TenantShare {
 
     /// An effect claim's first write (its listing entry, then the claim),
     /// checked against the share as one: a claim past it writes nothing,
-    /// not even its listing entry, unless it is a replay, which lists
-    /// itself in its run as before (a listing entry, ~100 bytes, like the
-    /// usage record every invocation writes) and is answered.
+    /// not even its listing entry, unless it is a replay, which is
+    /// answered, and listed in its run while the entry (~100 bytes) fits
+    /// the share.
     async fn put_then_insert(
         &self,
         marker: &str,
@@ -388,8 +390,16 @@ impl KvStore for TenantShare {
         if let Err(refused) = self.reserve(&tenant, claim.saturating_add(listed)) {
             return match self.inner.get(key).await? {
                 Some(current) => {
-                    self.put_counted(&tenant, marker, marker_value, false)
-                        .await?;
+                    // A replay is answered, and listed in this run if the
+                    // entry fits the share (or is there already). Past
+                    // it, a replay from a new run goes unlisted: listed,
+                    // each new run would grow the store by an entry.
+                    if self.reserve(&tenant, listed).is_ok() {
+                        let put = self.put_counted(&tenant, marker, marker_value, false);
+                        let put = put.await;
+                        self.release(&tenant, listed);
+                        put?;
+                    }
                     Ok(Err(Some(current)))
                 }
                 None => Err(self.refuse(refused)),

@@ -194,6 +194,59 @@ async fn a_tenant_whose_usage_fills_its_share_starts_no_more_invocations() {
     s.stop().await;
 }
 
+/// A recorded MCP call replayed from ever new runs (`_meta` runId: the
+/// digest covers the tool and its arguments only) past the share is
+/// answered, and listed in none of those runs: listed, each new run
+/// would grow the store past the share by an entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_share_a_replay_from_a_new_run_is_answered_and_not_listed() {
+    let cfg = serve_toml("maxStoreBytesPerTenant = 1048576");
+    let s = start("", &cfg, &["hello"]).await;
+    let call = |key: &str, run: &str| {
+        let params = json!({"name": "wop.samples.hello",
+            "arguments": {"name": "A".repeat(100_000)},
+            "_meta": {"dev.openwop/idempotencyKey": key, "dev.openwop/runId": run}});
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    };
+    let (mut recorded, mut first) = (0, Value::Null);
+    loop {
+        let body = call(&format!("key-{recorded}"), "filling");
+        let r = post_json(s.addr, "/mcp", TOKEN, &body).await.json();
+        let code = &r["result"]["structuredContent"]["code"];
+        if r["result"]["isError"] == true {
+            assert_eq!(code, "effect_store_full");
+            break;
+        }
+        if recorded == 0 {
+            first = r["result"]["_meta"]["dev.openwop/invocationId"].clone();
+            assert!(first.is_string(), "{}", r["result"]["_meta"]);
+        }
+        recorded += 1;
+        assert!(recorded < 40, "40 responses of ~200 KB within 1 MiB");
+    }
+    for run in ["elsewhere-1", "elsewhere-2", "elsewhere-3"] {
+        let r = post_json(s.addr, "/mcp", TOKEN, &call("key-0", run))
+            .await
+            .json();
+        assert_eq!(r["result"]["isError"], false, "replay from {run}");
+        // The recorded invocation, not a new one.
+        let id = &r["result"]["_meta"]["dev.openwop/invocationId"];
+        assert_eq!(id, &first, "{run}");
+        let listed = get(s.addr, TOKEN, &format!("/runs/{run}/effects")).await;
+        assert_eq!(listed.status, 200);
+        let effects = &listed.json()["effects"];
+        assert_eq!(
+            effects.as_array().map(Vec::len),
+            Some(0),
+            "{run}: {effects}"
+        );
+    }
+    // The run it was recorded in lists it.
+    let listed = get(s.addr, TOKEN, "/runs/filling/effects").await.json();
+    assert_eq!(listed["effects"].as_array().map(Vec::len), Some(recorded));
+    s.stop().await;
+}
+
 /// A store the embedder built is not shared out by default (other
 /// executors may write it too), but `maxStoreBytesPerTenant` applies to
 /// it when set.

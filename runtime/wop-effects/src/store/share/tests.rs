@@ -225,14 +225,35 @@ async fn a_claim_and_its_listing_entry_are_one_and_replays_list_themselves() {
     assert_eq!(share.held("acme"), held_a);
     assert!(share.get("run/acme/r/acme-b").await.unwrap().is_none());
     assert!(fx.get("acme-b").await.unwrap().is_none());
-    // The recorded claim, from another run, past the share: replayed.
-    let mut again = request("acme", "a");
-    again.run_id = "r2".into();
-    let replay = fx.begin(&again, timings(), deadline).await.unwrap();
+    // The recorded claim, from another run: replayed, and listed there
+    // while its entry fits the share.
+    let replay_from = |run: &str| {
+        let mut again = request("acme", "a");
+        again.run_id = run.into();
+        let fx = fx.clone();
+        async move { fx.begin(&again, timings(), deadline).await.unwrap() }
+    };
+    let replay = replay_from("r2").await;
     assert!(matches!(replay, Begin::Replay(_)), "{replay:?}");
     assert!(share.get("run/acme/r2/acme-a").await.unwrap().is_some());
-    assert_eq!(
-        share.held("acme"),
-        held_a + "run/acme/r2/acme-a".len() as u64
-    );
+    let held = held_a + "run/acme/r2/acme-a".len() as u64;
+    assert_eq!(share.held("acme"), held);
+    // Past the share: replayed from ever new runs, listed in none of
+    // them (each entry would grow the store past the share).
+    let mut run = 3;
+    while share.held("acme") + listing <= share.share() {
+        let r = replay_from(&format!("r{run}")).await;
+        assert!(matches!(r, Begin::Replay(_)), "{r:?}");
+        run += 1;
+    }
+    let full = share.held("acme");
+    for r in run..run + 20 {
+        let replay = replay_from(&format!("r{r}")).await;
+        assert!(matches!(replay, Begin::Replay(_)), "{replay:?}");
+        let entry = format!("run/acme/r{r}/acme-a");
+        assert!(share.get(&entry).await.unwrap().is_none(), "{entry}");
+    }
+    assert_eq!(share.held("acme"), full);
+    // A replay from a run that lists it already is answered as before.
+    assert!(matches!(replay_from("r2").await, Begin::Replay(_)));
 }
