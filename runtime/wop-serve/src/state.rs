@@ -166,7 +166,11 @@ impl Shared {
             trace_spans_dropped: m(spans_dropped),
             trace_exports_failed: m(exports_failed),
             mcp: self.rt.mcp_servers(),
-            store: (self.store.backend(), self.store.room()),
+            store: crate::observe::store::StoreScrape {
+                backend: self.store.backend(),
+                room: self.store.room(),
+                share: self.share.as_ref().map(|s| (s.share(), s.tenants())),
+            },
         })
     }
 

@@ -163,6 +163,13 @@ impl TenantShare {
         self.counts().get(&t).copied().unwrap_or(0)
     }
 
+    /// The bytes each tenant holds, by its escaped id
+    /// ([`crate::keys::part`]), for operators.
+    pub fn tenants(&self) -> Vec<(String, u64)> {
+        let counts = self.counts();
+        counts.iter().map(|(t, b)| (t.clone(), *b)).collect()
+    }
+
     /// Writes refused because their tenant held its share.
     pub fn refused_writes(&self) -> u64 {
         self.refused.load(Ordering::Relaxed)

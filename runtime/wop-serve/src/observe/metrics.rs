@@ -14,6 +14,7 @@
 //! and effect ids are never labels. So the number of series is fixed by
 //! the configuration, not by traffic (issue 33, item 1).
 
+use super::store::{StoreMetrics, StoreScrape};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -78,11 +79,6 @@ struct ServerLabel {
     server: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct StoreLabel {
-    backend: String,
-}
-
 type Histograms = Family<PackLabel, Histogram, fn() -> Histogram>;
 
 /// Everything `/metrics` shows, and where each invocation is recorded.
@@ -116,11 +112,8 @@ pub(crate) struct Metrics {
     /// `ctx.mcp` servers (ids from the operator's policy).
     mcp_state: Family<ServerStateLabels, Gauge>,
     mcp_restarts: Family<ServerLabel, Gauge>,
-    /// The effect store's room (only for a store that knows it).
-    store_free: Family<StoreLabel, Gauge>,
-    store_reserve: Family<StoreLabel, Gauge>,
-    store_refused: Family<StoreLabel, Gauge>,
-    store_share_refused: Family<StoreLabel, Gauge>,
+    /// The effect store's room and the tenants' shares of it.
+    store: StoreMetrics,
     /// The label values allowed.
     vocab: Vocab,
 }
@@ -193,8 +186,8 @@ pub(crate) struct Scrape {
     pub trace_exports_failed: i64,
     /// Each configured MCP server's passive status.
     pub mcp: Vec<(String, wop_runtime::gate::mcp::ServerStatus)>,
-    /// The effect store's backend and room, if it knows it.
-    pub store: (&'static str, Option<wop_runtime::store::StoreRoom>),
+    /// The effect store's backend, room and shares.
+    pub store: StoreScrape,
 }
 
 impl Metrics {
@@ -324,27 +317,7 @@ impl Metrics {
             "ctx.mcp server restarts (stdio) or new sessions after the first (HTTP) since start",
             mcp_restarts.clone(),
         );
-        let mut family = |name: &str, help: &str| {
-            let f = Family::<StoreLabel, Gauge>::default();
-            registry.register(name, help, f.clone());
-            f
-        };
-        let store_free = family(
-            "store_free_bytes",
-            "Bytes the effect store can still grow by (a sled store: free space on its disk; a bounded in-memory store: what is left of memoryStoreBytes)",
-        );
-        let store_reserve = family(
-            "store_reserve_bytes",
-            "Of the free bytes, what is kept back: below it new claims, ledgers and usage records are refused with effect_store_full (diskReserveBytes)",
-        );
-        let store_refused = family(
-            "store_refused_writes",
-            "Effect store writes refused for want of room since start",
-        );
-        let store_share_refused = family(
-            "store_share_refused_writes",
-            "New effect claims refused since start because their tenant held its share of the store (maxStoreBytesPerTenant)",
-        );
+        let store = StoreMetrics::register(&mut registry);
         Self {
             registry,
             invocations,
@@ -373,10 +346,7 @@ impl Metrics {
             trace_exports_failed,
             mcp_state,
             mcp_restarts,
-            store_free,
-            store_reserve,
-            store_refused,
-            store_share_refused,
+            store,
             vocab,
         }
     }
@@ -561,20 +531,8 @@ impl Metrics {
             };
             self.mcp_restarts.get_or_create(&labels).set(restarts);
         }
-        if let (backend, Some(room)) = s.store {
-            let label = StoreLabel {
-                backend: backend.to_owned(),
-            };
-            let m = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-            for (f, v) in [
-                (&self.store_free, room.free_bytes),
-                (&self.store_reserve, room.reserve_bytes),
-                (&self.store_refused, room.refused_writes),
-                (&self.store_share_refused, room.share_refused_writes),
-            ] {
-                f.get_or_create(&label).set(m(v));
-            }
-        }
+        let tenants = &self.vocab.tenants;
+        self.store.set(&s.store, tenants, |t| known(tenants, t));
         let mut out = String::new();
         if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
             tracing::error!(error = %e, "cannot encode the metrics");
@@ -685,21 +643,34 @@ mod tests {
                     failures: 2,
                 },
             )],
-            store: (
-                "sled",
-                Some(wop_runtime::store::StoreRoom {
+            store: StoreScrape {
+                backend: "sled",
+                room: Some(wop_runtime::store::StoreRoom {
                     free_bytes: 5 << 20,
                     reserve_bytes: 16 << 20,
                     refused_writes: 9,
                     share_refused_writes: 2,
                 }),
-            ),
+                // A tenant no longer configured is summed as `other`.
+                share: Some((
+                    1 << 20,
+                    vec![
+                        ("acme".into(), 700),
+                        ("gone".into(), 5),
+                        ("gone2".into(), 6),
+                    ],
+                )),
+            },
         });
         assert!(
             text.contains(r#"wop_store_free_bytes{backend="sled"} 5242880"#)
                 && text.contains(r#"wop_store_reserve_bytes{backend="sled"} 16777216"#)
                 && text.contains(r#"wop_store_refused_writes{backend="sled"} 9"#)
-                && text.contains(r#"wop_store_share_refused_writes{backend="sled"} 2"#),
+                && text.contains(r#"wop_store_share_refused_writes{backend="sled"} 2"#)
+                && text.contains(r#"wop_store_tenant_bytes{tenant="acme"} 700"#)
+                && text.contains(r#"wop_store_tenant_bytes{tenant="other"} 11"#)
+                && text.contains("wop_store_tenant_share_bytes 1048576")
+                && !text.contains("gone"),
             "{text}"
         );
         assert!(

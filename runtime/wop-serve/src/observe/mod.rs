@@ -5,6 +5,7 @@
 
 pub(crate) mod metrics;
 pub(crate) mod recent;
+pub(crate) mod store;
 
 use wop_runtime::InvocationReport;
 

@@ -1,7 +1,8 @@
 //! `GET /metrics` scraped by a real Prometheus server (Debian's
 //! `prometheus`, started here on loopback), queried through its HTTP API
 //! (issue 20): after N honest invocations, M denials and K fuel runaways,
-//! the counters by outcome code are exactly N, M and K.
+//! the counters by outcome code are exactly N, M and K. The alert rules
+//! OPERATIONS.md documents load in its `promtool`.
 //!
 //! Needs `prometheus` on PATH (`.ci/run` installs it); without it the test
 //! says SKIPPED, unless `WOP_REQUIRE_PROMETHEUS` is set (CI), then it fails.
@@ -246,4 +247,56 @@ async fn pack_chosen_tool_ids_do_not_add_series() {
     let mine = r#"wop_invocations_total{pack="id-flood",node_type="wop.testing.id-flood",tenant="acme",code="completed"}"#;
     assert_eq!(sample(&after, mine), 12.0);
     s.stop().await;
+}
+
+/// The alert rules OPERATIONS.md gives operators load in Prometheus
+/// (`promtool check rules`), and the share's alert fires for a tenant past
+/// 80 % of its share and not for one below it (`promtool test rules`).
+#[test]
+fn the_documented_alert_rules_load_and_the_share_alert_fires() {
+    let Some(bin) = prometheus() else { return };
+    let promtool = bin.with_file_name("promtool");
+    let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/OPERATIONS.md");
+    let text = std::fs::read_to_string(docs).unwrap();
+    let start = text.find("```yaml\ngroups:").expect("the rules block") + "```yaml\n".len();
+    let len = text[start..].find("```").expect("its end");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("rules.yml"), &text[start..start + len]).unwrap();
+    std::fs::write(
+        dir.path().join("test.yml"),
+        r#"rule_files: [rules.yml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'wop_store_tenant_bytes{tenant="acme",job="wop"}'
+        values: '900+0x5'
+      - series: 'wop_store_tenant_bytes{tenant="globex",job="wop"}'
+        values: '100+0x5'
+      - series: 'wop_store_tenant_share_bytes{job="wop"}'
+        values: '1000+0x5'
+    alert_rule_test:
+      - eval_time: 2m
+        alertname: WopTenantNearShare
+        exp_alerts:
+          - exp_labels: {tenant: acme, job: wop}
+"#,
+    )
+    .unwrap();
+    for args in [
+        ["check", "rules", "rules.yml"],
+        ["test", "rules", "test.yml"],
+    ] {
+        let out = Command::new(&promtool)
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "promtool {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

@@ -98,12 +98,19 @@ async fn a_tenant_past_its_share_is_refused_and_the_others_go_on_after_a_restart
         assert_eq!(r.status, 200, "globex's response {i}");
         assert_eq!(r.header("idempotent-replayed"), None);
     }
-    // Operators count the refusals with the store's.
     // Operators count the share's refusals apart from the disk's.
     let gauge = |name: &str| format!("wop_store_{name}{{backend=\"sled\"}}");
     let refusals = metric_of(s.addr, &gauge("share_refused_writes")).await;
     assert!(refusals >= Some(1), "{refusals:?}");
     assert_eq!(metric_of(s.addr, &gauge("refused_writes")).await, Some(0));
+    // And see what each tenant holds of its share, to alert before it
+    // is refused.
+    let share = metric_of(s.addr, "wop_store_tenant_share_bytes").await;
+    assert_eq!(share, Some(SHARE));
+    let acme = metric_of(s.addr, r#"wop_store_tenant_bytes{tenant="acme"}"#).await;
+    assert!(acme >= Some(SHARE), "{acme:?}");
+    let globex = metric_of(s.addr, r#"wop_store_tenant_bytes{tenant="globex"}"#).await;
+    assert!(globex.is_some_and(|g| g > SHARE / 2), "{globex:?}");
     s.stop().await;
 
     // A new process counts what each tenant holds again.
