@@ -14,6 +14,10 @@
 //! more durable compare-and-swap). Each point runs for a fixed time with
 //! `c` tasks claiming in a loop; the store is fresh per backend.
 //!
+//! `sled+share` and `memory+share` are those stores counted per tenant
+//! (`TenantShare`, what `wop serve` runs with several tenants; decisions
+//! 0054, 0055), with a share no claim reaches: the cost of the counting.
+//!
 //! `postgres-3rt` is the same PostgreSQL store behind a wrapper that makes
 //! the first write of a claim the way it was before `put_then_insert`
 //! (index put, read, insert-if-absent: three round trips), so the ratio of
@@ -25,6 +29,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use wop_effects::effects::{Begin, ClaimRequest, Keying};
+use wop_effects::store::TenantShare;
 use wop_effects::store::tap::{Tap, Tapped};
 use wop_effects::{EffectTimings, Effects, KvStore};
 
@@ -103,10 +108,20 @@ async fn main() {
         .map(|s| s.parse().expect("seconds per point"))
         .unwrap_or(5.0);
     let dir = tempfile::tempdir().unwrap();
-    let mut backends: Vec<(&str, Arc<dyn KvStore>)> = vec![(
-        "sled",
-        Arc::new(wop_effects::SledStore::open(&dir.path().join("db")).unwrap()),
-    )];
+    let sled = |name: &str| -> Arc<dyn KvStore> {
+        Arc::new(wop_effects::SledStore::open(&dir.path().join(name)).unwrap())
+    };
+    let shared = |kv: Arc<dyn KvStore>| async move {
+        let share = TenantShare::open(kv, u64::MAX).await.unwrap();
+        Arc::new(share) as Arc<dyn KvStore>
+    };
+    let memory = || Arc::new(wop_effects::MemoryStore::new()) as Arc<dyn KvStore>;
+    let mut backends: Vec<(&str, Arc<dyn KvStore>)> = vec![
+        ("sled", sled("db")),
+        ("sled+share", shared(sled("db-share")).await),
+        ("memory", memory()),
+        ("memory+share", shared(memory()).await),
+    ];
     match std::env::var("WOP_TEST_POSTGRES_URL") {
         Ok(url) if !url.is_empty() => {
             let sep = if url.contains('?') { '&' } else { '?' };
