@@ -254,6 +254,80 @@ async fn past_the_share_a_replay_from_a_new_run_is_answered_and_not_listed() {
     s.stop().await;
 }
 
+/// Under concurrent load on sled — acme flooding with keyed responses
+/// and un-keyed invocations, globex invoking — globex is never refused,
+/// acme is, acme passes its share by at most what its invocations in
+/// flight recorded, and the counts kept while the requests raced are
+/// exactly what a fresh count of the store finds after a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_tenants_keep_exact_counts_and_only_the_flooder_is_refused() {
+    const SHARE: u64 = 2 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let spec = wop_serve::StoreChoice::Spec(path.to_str().unwrap().to_owned());
+    let cfg = serve_toml(&format!("maxStoreBytesPerTenant = {SHARE}"));
+    let s = start_on("", &cfg, &["hello"], spec).await;
+    let addr = s.addr;
+    let hello = json!({"typeId": "wop.samples.hello", "inputs": {"name": "Ada"}});
+    let mut tasks = Vec::new();
+    // Acme: four keyed floods and two un-keyed ones, each until refused.
+    for t in 0..6 {
+        let hello = hello.clone();
+        tasks.push(tokio::spawn(async move {
+            // Un-keyed hellos alone fill 2 MiB in ~2,500 (850 bytes each).
+            for i in 0..10_000 {
+                let r = if t < 4 {
+                    keyed(addr, TOKEN, &format!("flood-{t}-{i}"), &big()).await
+                } else {
+                    post_json(addr, "/host/wop/invocations", TOKEN, &hello).await
+                };
+                if r.status != 200 {
+                    assert_eq!(r.status, 507, "acme's refusal");
+                    return ("acme", i);
+                }
+            }
+            panic!("acme task {t}: 10,000 requests and never refused");
+        }));
+    }
+    // Globex: four un-keyed loops alongside.
+    for _ in 0..4 {
+        let hello = hello.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..60 {
+                let r = post_json(addr, "/host/wop/invocations", OTHER_TOKEN, &hello).await;
+                assert_eq!(r.status, 200, "globex's request {i} was refused");
+            }
+            ("globex", 60)
+        }));
+    }
+    for t in tasks {
+        let (tenant, n) = t.await.unwrap();
+        assert!(n > 0 || tenant == "acme", "{tenant} {n}");
+    }
+    // The deferred usage of the last invocations is written within 10 ms.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let held = |tenant: &str| {
+        let name = format!("wop_store_tenant_bytes{{tenant=\"{tenant}\"}}");
+        async move { metric_of(addr, &name).await.unwrap() }
+    };
+    let (acme, globex) = (held("acme").await, held("globex").await);
+    // Six requests of acme's in flight, each recording at most a
+    // response of ~200 KB and its usage.
+    assert!((SHARE..=SHARE + 6 * (256 << 10)).contains(&acme), "{acme}");
+    assert!(globex > 0 && globex < SHARE / 4, "{globex}");
+    s.stop().await;
+    until_unlocked(&path).await;
+    let sled: Arc<dyn wop_runtime::store::KvStore> =
+        Arc::new(wop_runtime::store::SledStore::open(&path).unwrap());
+    let recount = wop_runtime::store::TenantShare::open(sled, SHARE)
+        .await
+        .unwrap();
+    assert_eq!(
+        (recount.held("acme"), recount.held("globex")),
+        (acme, globex)
+    );
+}
+
 /// A store the embedder built is not shared out by default (other
 /// executors may write it too), but `maxStoreBytesPerTenant` applies to
 /// it when set.
