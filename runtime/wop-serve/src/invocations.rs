@@ -71,6 +71,13 @@ pub(crate) async fn post(
         }
     };
     if wants_stream(&headers) {
+        // Refused before the stream's `200`, so the status says why
+        // (`invoke::run` asks again, for every route).
+        if run.key.is_none()
+            && let Err(e) = crate::idem::within_share(&state, &run.principal.tenant)
+        {
+            return refusal(&e).into_response();
+        }
         return stream(state, run, permit);
     }
     match invoke::run(state, run, permit, None, Shape::Bytes).await {

@@ -195,6 +195,23 @@ async fn a_tenant_whose_usage_fills_its_share_starts_no_more_invocations() {
     let refusal = &r["result"]["structuredContent"];
     assert_eq!(refusal["code"], "effect_store_full", "{r}");
     assert_eq!(refusal["details"]["tenant"], "acme", "{r}");
+    // An event stream is refused before it starts, with the status.
+    let auth = bearer(TOKEN);
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "text/event-stream"),
+        ("Authorization", auth.as_str()),
+    ];
+    let body = hello.to_string();
+    let r = req(
+        s.addr,
+        "POST",
+        "/host/wop/invocations",
+        &headers,
+        body.as_bytes(),
+    )
+    .await;
+    assert_past_share_at_start(&r, "acme", SHARE);
     // Another tenant runs.
     let r = post_json(s.addr, "/host/wop/invocations", OTHER_TOKEN, &hello).await;
     assert_eq!(r.status, 200);
