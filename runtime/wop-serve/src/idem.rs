@@ -38,8 +38,10 @@ pub(crate) enum IdemError {
     InFlight(Value, u64),
     /// The effect store failed.
     Store(String),
-    /// The effect store is full (a bounded in-memory store): nothing ran.
-    Full(String),
+    /// The effect store is full (a bounded in-memory store, the disk's
+    /// reserve, the tenant's share): nothing ran. With a share, the
+    /// tenant's figures as details.
+    Full(String, Option<Value>),
     /// The tenant holds its share of the store (decision 0055): an
     /// invocation that claims nothing did not start. Details.
     OverShare(String, Value),
@@ -64,10 +66,10 @@ impl IdemError {
                 format!("effect store: {m}"),
                 None,
             ),
-            IdemError::Full(m) => (
+            IdemError::Full(m, d) => (
                 ErrorCode::EffectStoreFull,
                 format!("the invocation was not claimed, so it did not run: {m}"),
-                None,
+                d.clone(),
             ),
             IdemError::OverShare(m, d) => (
                 ErrorCode::EffectStoreFull,
@@ -85,13 +87,20 @@ pub(crate) fn within_share(state: &Shared, tenant: &str) -> Result<(), IdemError
         return Ok(());
     };
     share.admits(tenant).map_err(|e| {
-        let details = json!({
-            "tenant": tenant,
-            "heldBytes": share.held(tenant),
-            "maxStoreBytesPerTenant": share.share(),
-        });
+        let details = share_details(state, tenant).unwrap_or(Value::Null);
         IdemError::OverShare(e.to_string(), details)
     })
+}
+
+/// `tenant`'s figures against its share of the store, when there is one:
+/// `{tenant, heldBytes, maxStoreBytesPerTenant}`.
+fn share_details(state: &Shared, tenant: &str) -> Option<Value> {
+    let share = state.share.as_ref()?;
+    Some(json!({
+        "tenant": tenant,
+        "heldBytes": share.held(tenant),
+        "maxStoreBytesPerTenant": share.share(),
+    }))
 }
 
 /// The tool id under which a node type's invocations are claimed.
@@ -163,7 +172,7 @@ pub(crate) async fn claim<'a>(
         .begin(request, timings, deadline)
         .await
         .map_err(|e| match e.is_store_full() {
-            true => IdemError::Full(e.to_string()),
+            true => IdemError::Full(e.to_string(), share_details(shared, &request.tenant_id)),
             false => IdemError::Store(e.to_string()),
         })?;
     match begin {

@@ -187,7 +187,7 @@ fn refusal(e: &IdemError) -> ApiError {
     let (code, message, details) = e.parts();
     let status = match e {
         IdemError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        IdemError::Full(_) | IdemError::OverShare(..) => StatusCode::INSUFFICIENT_STORAGE,
+        IdemError::Full(..) | IdemError::OverShare(..) => StatusCode::INSUFFICIENT_STORAGE,
         _ => StatusCode::CONFLICT,
     };
     let mut err = ApiError::new(status, code, message);

@@ -232,6 +232,7 @@ async fn python_mcp_sdk_sees_a_call_refused_past_the_tenants_share() {
     assert_eq!(v["isError"], true, "{head}");
     let refusal = &v["structuredContent"];
     assert_eq!(refusal["code"], "effect_store_full", "{head}");
+    assert_eq!(refusal["details"]["tenant"], "acme", "{head}");
     let message = refusal["message"].as_str().unwrap_or_default();
     for part in [
         "did not run",

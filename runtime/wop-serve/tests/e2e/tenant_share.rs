@@ -53,6 +53,11 @@ fn assert_own_share_refusal(r: &Resp, tenant: &str, share: u64) {
     assert!(m.contains(&format!("tenant `{tenant}`")), "{m}");
     assert!(m.contains(&format!("share of {share} bytes")), "{m}");
     assert!(m.contains("maxStoreBytesPerTenant"), "{m}");
+    // The same figures, for programs.
+    let d = &b["details"];
+    assert_eq!(d["tenant"], tenant, "{b}");
+    assert_eq!(d["maxStoreBytesPerTenant"], share, "{b}");
+    assert!(d["heldBytes"].as_u64().is_some(), "{b}");
 }
 
 /// A `507` for an invocation that claims nothing, refused before it
