@@ -124,6 +124,9 @@ fn main() -> ExitCode {
                 .map_err(Into::into),
         }
     });
+    // A blocking task that never ends (a sled flush parked after the
+    // store failed; decision 0056) must not keep the process from exiting.
+    rt.shutdown_timeout(wop_serve::SHUTDOWN_GRACE);
     match result {
         Ok(code) => ExitCode::from(code),
         Err(f) => {

@@ -92,6 +92,12 @@ pub use mcp::{PREFERRED as MCP_PREFERRED_VERSION, REVISIONS as MCP_REVISIONS};
 pub use routes::OPENWOP_VERSION;
 pub use server::{ServeError, ServeOptions, Server, StoreChoice, serve};
 
+/// How long a binary waits, once the service (or any command) has
+/// returned, for blocking tasks still running before it exits: a sled
+/// flush parked after the store failed never ends (decision 0056), and
+/// the async runtime would otherwise wait for it forever.
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// What the service adds to every finished invocation for its operators,
 /// exposed for `fuel-benches` only (not part of the API).
 #[doc(hidden)]

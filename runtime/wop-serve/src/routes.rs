@@ -47,9 +47,15 @@ pub(crate) async fn well_known(State(state): State<AppState>, headers: HeaderMap
 }
 
 /// `GET /healthz`: counts of packs, node types, connections and
-/// invocations; no authentication.
+/// invocations; no authentication. `503` once the effect store has
+/// failed (only a restart helps).
 pub(crate) async fn healthz(State(state): State<AppState>) -> Response {
-    (StatusCode::OK, axum::Json(state.health())).into_response()
+    let (healthy, body) = state.health();
+    let status = match healthy {
+        true => StatusCode::OK,
+        false => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    (status, axum::Json(body)).into_response()
 }
 
 /// `GET /metrics`: the operator's view (scope `wop.operator`).

@@ -170,14 +170,18 @@ impl Shared {
                 backend: self.store.backend(),
                 room: self.store.room(),
                 share: self.share.as_ref().map(|s| (s.share(), s.tenants())),
+                failed: self.store.failure().is_some(),
             },
         })
     }
 
-    /// `{code, message}` of a refused pack for logs and health.
-    pub(crate) fn health(&self) -> Value {
-        json!({
-            "status": "ok",
+    /// `/healthz`: `(healthy, body)`. Unhealthy only when the effect
+    /// store has failed for good (decision 0056): then only a restart
+    /// helps, so a supervisor's probe should see it.
+    pub(crate) fn health(&self) -> (bool, Value) {
+        let failed = self.store.failure().is_some();
+        let body = json!({
+            "status": if failed { "failing" } else { "ok" },
             "packs": self.rt.packs().len(),
             "nodeTypes": self.nodes.len(),
             "refusedPacks": self.refused.len(),
@@ -191,10 +195,13 @@ impl Shared {
             "idleReleases": self.rt.stats().idle_releases,
             // `low`: new claims are refused for want of room (decision
             // 0053); not a reason to restart, so the status stays `ok`.
+            // `failed`: nothing is served until a restart (decision 0056).
             "store": match self.store.room() {
+                _ if failed => "failed",
                 Some(r) if r.is_low() => "low",
                 _ => "ok",
             },
-        })
+        });
+        (!failed, body)
     }
 }

@@ -158,6 +158,16 @@ pub trait KvStore: Send + Sync {
         None
     }
 
+    /// Why the store serves no operation any more, once it has failed
+    /// for good in this process (a sled store after an I/O error: it
+    /// recovers only when it is opened again, so the process must be
+    /// restarted); `None` while it works. `wop serve`'s `/healthz`
+    /// answers `503` then. The default, for a store that cannot fail
+    /// this way: `None`.
+    fn failure(&self) -> Option<String> {
+        None
+    }
+
     /// A short name for messages (`"memory"`, `"sled"`, `"postgres"`).
     fn backend(&self) -> &'static str;
 }

@@ -438,6 +438,10 @@ impl KvStore for TenantShare {
         Some(room)
     }
 
+    fn failure(&self) -> Option<String> {
+        self.inner.failure()
+    }
+
     fn backend(&self) -> &'static str {
         self.inner.backend()
     }

@@ -20,6 +20,7 @@
 //! with no write in flight cost one uncontended mutex lookup more.
 
 use super::{CasResult, KvStore, StoreError, StoreRoom};
+use failed::Failure;
 pub use room::{DEFAULT_RESERVE_MAX, DEFAULT_RESERVE_MIN, default_reserve};
 use room::{Growth, Room};
 use std::collections::HashMap;
@@ -74,7 +75,8 @@ struct Pending {
 /// may use a path at a time.
 #[derive(Debug)]
 pub struct SledStore {
-    db: sled::Db,
+    /// `None` only while the store is dropped.
+    db: Option<sled::Db>,
     path: PathBuf,
     group_commit: bool,
     /// Number of writes that have completed in the in-memory index.
@@ -94,6 +96,8 @@ pub struct SledStore {
     flush_delay: std::time::Duration,
     /// The free space kept on the store's disk.
     room: Room,
+    /// Set by sled's first I/O error: the store serves nothing more.
+    failure: Failure,
 }
 
 impl SledStore {
@@ -118,7 +122,7 @@ impl SledStore {
             .map_err(|e| open_error(path, e))?;
         let room = Room::new(path, options.reserve)?;
         Ok(SledStore {
-            db,
+            db: Some(db),
             path: path.to_owned(),
             group_commit: options.group_commit,
             written: AtomicU64::new(0),
@@ -130,6 +134,7 @@ impl SledStore {
             pending: Mutex::new(HashMap::new()),
             flush_delay: std::time::Duration::ZERO,
             room,
+            failure: Failure::default(),
         })
     }
 
@@ -263,7 +268,12 @@ impl SledStore {
         if self.durable.load(Ordering::SeqCst) >= mine {
             return Ok(());
         }
-        let _guard = self.flush_lock.lock().await;
+        // A flush that waited for sled's failed write is never woken and
+        // holds the lock: stop waiting once the store has failed.
+        let _guard = tokio::select! {
+            g = self.flush_lock.lock() => g,
+            () = self.failure.wait() => return self.failure.check(),
+        };
         // Let the writes polled alongside this one in the same task (a
         // recorder's roll-ups and usage record, joined) reach the index
         // first, so that this flush covers them all: without it each
@@ -277,7 +287,10 @@ impl SledStore {
         // Every write numbered <= target completed before this load, hence
         // before the flush below starts, so the flush covers it.
         let target = self.written.load(Ordering::SeqCst);
-        self.flush().await?;
+        tokio::select! {
+            r = self.flush() => r?,
+            () = self.failure.wait() => return self.failure.check(),
+        }
         self.durable.fetch_max(target, Ordering::SeqCst);
         Ok(())
     }
@@ -291,7 +304,7 @@ impl SledStore {
         // (measured: 16 concurrent claimers never finished); the blocking
         // flush on a blocking thread does not. Known sled 0.34 bug:
         // spacejam/sled#1308 and #1241 (fixed only on unreleased main).
-        let db = self.db.clone();
+        let db = self.db()?.clone();
         match tokio::task::spawn_blocking(move || db.flush()).await {
             Ok(r) => {
                 r.map_err(|e| self.error("flush to disk", e))?;
@@ -310,20 +323,41 @@ impl SledStore {
     /// The error of a sled operation, as callers (tenants among them)
     /// see it: what failed and what to do, without the store's path on
     /// this host, which goes to the log with the error.
+    ///
+    /// An I/O error fails the store for good (see [`failed`]): the error
+    /// says so.
     fn error(&self, what: &str, e: sled::Error) -> StoreError {
         self.log(what, &e);
-        match e {
+        let io = matches!(e, sled::Error::Io(_));
+        let error = match e {
             sled::Error::Corruption { .. } => StoreError::Corrupt(format!(
                 "{what} failed: the sled effect store is corrupt ({e}); restore it from a \
                  backup or move it aside (its path is in the server's log)"
             )),
             sled::Error::Io(io) if is_no_room(&io) => StoreError::Full(format!(
                 "{what} failed: the disk holding the sled effect store has no room ({io}); \
-                 free space, then restart the process (after a failed write sled can refuse \
-                 further operations until it is opened again)"
+                 free space on it"
             )),
             e => StoreError::Io(format!("{what} failed on the sled effect store: {e}")),
+        };
+        if !io {
+            return error;
         }
+        if self.failure.check().is_ok() {
+            tracing::error!(
+                store = %self.path.display(),
+                "sled store failed: it serves nothing more until the process is restarted"
+            );
+        }
+        self.failure.set(error.clone());
+        self.failure.check().err().unwrap_or(error)
+    }
+
+    /// The sled database (always there but while the store is dropped).
+    fn db(&self) -> Result<&sled::Db, StoreError> {
+        self.db
+            .as_ref()
+            .ok_or_else(|| StoreError::Unavailable("the sled effect store is closed".into()))
     }
 
     /// Logs a failed operation with the store's path, for the operator.
@@ -380,6 +414,28 @@ fn open_error(path: &Path, e: sled::Error) -> StoreError {
     }
 }
 
+/// sled flushes when its last handle is dropped. On a failed store that
+/// flush never ends (sled parks it, as the flush that waited for the
+/// failed write), so the database is dropped on a thread of its own: the
+/// store's owner (a process shutting down) does not wait for it.
+impl Drop for SledStore {
+    fn drop(&mut self) {
+        let Some(db) = self.db.take() else {
+            return;
+        };
+        if self.failure.check().is_ok() {
+            drop(db);
+            return;
+        }
+        let dropped = std::thread::Builder::new()
+            .name("wop-sled-failed-drop".into())
+            .spawn(move || drop(db));
+        if let Err(e) = dropped {
+            tracing::error!(error = %e, "sled store: cannot drop the failed store on a thread");
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl KvStore for SledStore {
     async fn compare_and_swap(
@@ -388,6 +444,7 @@ impl KvStore for SledStore {
         expected: Option<&[u8]>,
         new: Option<Vec<u8>>,
     ) -> Result<CasResult, StoreError> {
+        self.failure.check()?;
         if let Some(v) = &new {
             let growth = match expected {
                 None => Growth::New,
@@ -404,8 +461,9 @@ impl KvStore for SledStore {
                 return Err(refused);
             }
         }
+        let db = self.db()?;
         self.begin_write(key);
-        let swapped = match self.db.compare_and_swap(key.as_bytes(), expected, new) {
+        let swapped = match db.compare_and_swap(key.as_bytes(), expected, new) {
             Ok(s) => s,
             Err(e) => {
                 self.end_write(key, None);
@@ -429,8 +487,9 @@ impl KvStore for SledStore {
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.failure.check()?;
         let v = self
-            .db
+            .db()?
             .get(key.as_bytes())
             .map_err(|e| self.error("get", e))?
             .map(|v| v.to_vec());
@@ -441,6 +500,7 @@ impl KvStore for SledStore {
     }
 
     async fn put(&self, key: &str, value: Vec<u8>) -> Result<(), StoreError> {
+        self.failure.check()?;
         if let Err(refused) = self.room.admit(Growth::New, written_bytes(key, &value)) {
             // Writing the value the key already holds changes nothing (a
             // replayed claim's index entry).
@@ -450,8 +510,9 @@ impl KvStore for SledStore {
             self.room.count_refusal();
             return Err(refused);
         }
+        let db = self.db()?;
         self.begin_write(key);
-        if let Err(e) = self.db.insert(key.as_bytes(), value) {
+        if let Err(e) = db.insert(key.as_bytes(), value) {
             self.end_write(key, None);
             return Err(self.error("put", e));
         }
@@ -459,8 +520,10 @@ impl KvStore for SledStore {
     }
 
     async fn remove(&self, key: &str) -> Result<(), StoreError> {
+        self.failure.check()?;
+        let db = self.db()?;
         self.begin_write(key);
-        if let Err(e) = self.db.remove(key.as_bytes()) {
+        if let Err(e) = db.remove(key.as_bytes()) {
             self.end_write(key, None);
             return Err(self.error("remove", e));
         }
@@ -472,8 +535,9 @@ impl KvStore for SledStore {
         prefix: &str,
         limit: usize,
     ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        self.failure.check()?;
         let mut out = Vec::new();
-        for item in self.db.scan_prefix(prefix.as_bytes()).take(limit) {
+        for item in self.db()?.scan_prefix(prefix.as_bytes()).take(limit) {
             let (k, v) = item.map_err(|e| self.error("scan", e))?;
             out.push((self.decode_key(&k)?, v.to_vec()));
         }
@@ -490,10 +554,11 @@ impl KvStore for SledStore {
         end: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        self.failure.check()?;
         let iter = match end {
             Some(e) if e <= start => return Ok(Vec::new()),
-            Some(e) => self.db.range(start.as_bytes()..e.as_bytes()),
-            None => self.db.range(start.as_bytes()..),
+            Some(e) => self.db()?.range(start.as_bytes()..e.as_bytes()),
+            None => self.db()?.range(start.as_bytes()..),
         };
         let mut out = Vec::new();
         for item in iter.take(limit) {
@@ -514,11 +579,16 @@ impl KvStore for SledStore {
         self.room.now().ok()
     }
 
+    fn failure(&self) -> Option<String> {
+        self.failure.describe()
+    }
+
     fn backend(&self) -> &'static str {
         "sled"
     }
 }
 
+mod failed;
 mod room;
 #[cfg(test)]
 mod tests;

@@ -208,6 +208,10 @@ impl<T: Tap> KvStore for Tapped<T> {
         self.inner.room()
     }
 
+    fn failure(&self) -> Option<String> {
+        self.inner.failure()
+    }
+
     fn backend(&self) -> &'static str {
         self.inner.backend()
     }

@@ -18,8 +18,7 @@ struct Cli {
 #[global_allocator]
 static ALLOCATOR: wop_serve::allocator::Allocator = wop_serve::allocator::Allocator;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -27,5 +26,13 @@ async fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
-    wop_serve::cli::run(Cli::parse().args).await
+    let args = Cli::parse().args;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let result = rt.block_on(wop_serve::cli::run(args));
+    // A blocking task that never ends (a sled flush parked after the
+    // store failed; decision 0056) must not keep the process from exiting.
+    rt.shutdown_timeout(wop_serve::SHUTDOWN_GRACE);
+    result
 }

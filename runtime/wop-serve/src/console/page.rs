@@ -33,15 +33,16 @@ pub(crate) struct RunView {
 
 /// The dashboard.
 pub(crate) fn dashboard(st: &Shared, principal: &str, run: Option<RunView>) -> String {
-    let h = st.health();
+    let (_, h) = st.health();
     let header = format!(
-        r#"<span class="stat">{} packs · {} node types</span><span class="stat">in flight {} / {}</span><span class="stat">connections {} / {}</span><span class="stat">signed in as {}</span><form method="post" action="/console/logout"><button>Sign out</button></form>"#,
+        r#"<span class="stat">{} packs · {} node types</span><span class="stat">in flight {} / {}</span><span class="stat">connections {} / {}</span><span class="stat">store {}</span><span class="stat">signed in as {}</span><form method="post" action="/console/logout"><button>Sign out</button></form>"#,
         h["packs"],
         h["nodeTypes"],
         h["inFlight"],
         h["maxInFlight"],
         h["connections"],
         h["maxConnections"],
+        h["store"].as_str().unwrap_or("?"),
         esc(principal)
     );
     let mut body = String::new();

@@ -660,6 +660,7 @@ mod tests {
                         ("gone2".into(), 6),
                     ],
                 )),
+                failed: true,
             },
         });
         assert!(
@@ -667,6 +668,7 @@ mod tests {
                 && text.contains(r#"wop_store_reserve_bytes{backend="sled"} 16777216"#)
                 && text.contains(r#"wop_store_refused_writes{backend="sled"} 9"#)
                 && text.contains(r#"wop_store_share_refused_writes{backend="sled"} 2"#)
+                && text.contains(r#"wop_store_failed{backend="sled"} 1"#)
                 && text.contains(r#"wop_store_tenant_bytes{tenant="acme"} 700"#)
                 && text.contains(r#"wop_store_tenant_bytes{tenant="other"} 11"#)
                 && text.contains("wop_store_tenant_share_bytes 1048576")

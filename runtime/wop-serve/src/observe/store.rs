@@ -29,6 +29,9 @@ pub(crate) struct StoreScrape {
     /// With a share: each tenant's share, and the bytes each tenant
     /// (its escaped id) holds.
     pub share: Option<(u64, Vec<(String, u64)>)>,
+    /// It has failed and serves nothing until the process is restarted
+    /// (a sled store after an I/O error; decision 0056).
+    pub failed: bool,
 }
 
 /// The store's gauges.
@@ -39,6 +42,7 @@ pub(crate) struct StoreMetrics {
     share_refused: Family<StoreLabel, Gauge>,
     tenant_bytes: Family<TenantLabel, Gauge>,
     share_bytes: Gauge,
+    failed: Family<StoreLabel, Gauge>,
 }
 
 fn gauge_of(v: u64) -> i64 {
@@ -69,6 +73,10 @@ impl StoreMetrics {
             "store_share_refused_writes",
             "New effect claims and invocations refused since start because their tenant held its share of the store (maxStoreBytesPerTenant)",
         );
+        let failed = family(
+            "store_failed",
+            "1 once the effect store has failed and serves no operation until the process is restarted (a sled store after an I/O error: the cause is in the log); /healthz answers 503 meanwhile",
+        );
         let tenant_bytes = Family::<TenantLabel, Gauge>::default();
         registry.register(
             "store_tenant_bytes",
@@ -82,6 +90,7 @@ impl StoreMetrics {
             share_bytes.clone(),
         );
         StoreMetrics {
+            failed,
             free,
             reserve,
             refused,
@@ -101,17 +110,18 @@ impl StoreMetrics {
         configured: impl IntoIterator<Item = &'a String>,
         label: impl Fn(&str) -> String,
     ) {
+        let backend = StoreLabel {
+            backend: s.backend.to_owned(),
+        };
+        self.failed.get_or_create(&backend).set(i64::from(s.failed));
         if let Some(room) = s.room {
-            let label = StoreLabel {
-                backend: s.backend.to_owned(),
-            };
             for (f, v) in [
                 (&self.free, room.free_bytes),
                 (&self.reserve, room.reserve_bytes),
                 (&self.refused, room.refused_writes),
                 (&self.share_refused, room.share_refused_writes),
             ] {
-                f.get_or_create(&label).set(gauge_of(v));
+                f.get_or_create(&backend).set(gauge_of(v));
             }
         }
         let Some((share, held)) = &s.share else {

@@ -6,6 +6,11 @@
 //! that would eat into the reserve is refused before it reaches sled: a
 //! keyed request gets `507 effect_store_full` at once, every tenant alike,
 //! and writes resume by themselves once space returns.
+//!
+//! When sled meets a full disk all the same (something else filled it),
+//! the store fails for good (decision 0056): nothing hangs, `/healthz`
+//! says `503` so a supervisor restarts the process, and a restart
+//! recovers.
 
 use super::*;
 use serde_json::{Value, json};
@@ -172,5 +177,130 @@ async fn a_disk_that_fills_refuses_at_its_reserve_and_recovers_when_space_return
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(r.json()["outcome"], "completed");
     s.stop().await;
+    drop(disk);
+}
+
+/// The real binary on `store` (a `serve.toml` at `config`): its child
+/// process (with its stdout, kept open: it prints when it stops) and its
+/// address.
+fn spawn_binary(packs: &Path, store: &Path, config: &Path) -> (Child, SocketAddr) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wop-serve"));
+    cmd.arg("--packs")
+        .arg(packs)
+        .args(["--listen", "127.0.0.1:0", "--store"])
+        .arg(store)
+        .arg("--config")
+        .arg(config)
+        .stderr(std::process::Stdio::null());
+    let (child, addr, out) = wop_testkit::spawn_serve(&mut cmd).unwrap();
+    ((child, out), addr)
+}
+
+type Child = (
+    wop_testkit::ChildGuard,
+    std::io::BufReader<std::process::ChildStdout>,
+);
+
+/// SIGTERM, then the exit status; within a minute (a guard against the
+/// process never exiting, not a timing assertion).
+async fn terminate((child, _): &mut Child) -> Option<i32> {
+    let pid = child.0.id().to_string();
+    let sent = Command::new("kill").args(["-TERM", &pid]).status();
+    assert!(sent.unwrap().success());
+    for _ in 0..3000 {
+        if let Some(s) = child.0.try_wait().unwrap() {
+            return s.code();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the process did not exit within a minute of SIGTERM");
+}
+
+/// Fills the filesystem holding `file` (writing it until the disk is
+/// full), then gives `room` bytes back.
+fn fill_leaving(file: &Path, room: u64) {
+    use std::io::Write as _;
+    let mut f = std::fs::File::create(file).unwrap();
+    let chunk = vec![7u8; 64 << 10];
+    while f.write_all(&chunk).is_ok() {}
+    let len = f.metadata().unwrap().len();
+    f.set_len(len.saturating_sub(room)).unwrap();
+}
+
+/// On a real tmpfs (root only; SKIPPED elsewhere) with the reserve off,
+/// so that sled meets the full disk itself, as when something else fills
+/// it: sled fails for good (decision 0056). The real binary answers every
+/// request at once instead of hanging (keyed: `507`, saying to restart;
+/// un-keyed: not run), `/healthz` is `503` `store: failed` even once space
+/// returns, `wop_store_failed` is 1, and SIGTERM still ends the process.
+/// Started again on the same store, it serves, and what was recorded
+/// replays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_sled_fails_on_a_full_disk_nothing_hangs_healthz_asks_for_a_restart_that_recovers() {
+    let Some(disk) = Tmpfs::mount("16m") else {
+        eprintln!("SKIPPED full_disk: cannot mount a tmpfs here (needs root)");
+        return;
+    };
+    let packs = packs(&["hello"]);
+    let conf = tempfile::tempdir().unwrap();
+    let config = conf.path().join("serve.toml");
+    let toml = serve_toml("diskReserveBytes = 0\nmaxStoreBytesPerTenant = 0");
+    std::fs::write(&config, toml).unwrap();
+    let store = disk.path().join("fx");
+    let (mut child, addr) = spawn_binary(packs.path(), &store, &config);
+    assert_eq!(keyed(addr, TOKEN, "k0", "Ada").await.status, 200);
+
+    let filler = disk.path().join("filler");
+    fill_leaving(&filler, 300 << 10);
+    let name = "x".repeat(60_000);
+    let mut answered = 0;
+    let refused = loop {
+        let r = keyed(addr, TOKEN, &format!("fill-{answered}"), &name).await;
+        if r.status != 200 {
+            break r;
+        }
+        answered += 1;
+        assert!(answered < 50, "16 MiB with 300 KiB free still not full");
+    };
+    let b = refused.json();
+    assert_eq!(refused.status, 507, "{b}");
+    assert_eq!(b["error"], "effect_store_full", "{b}");
+    let says = |b: &Value| {
+        let m = b["message"].as_str().unwrap_or_default().to_owned();
+        assert!(m.contains("has failed") && m.contains("restart"), "{m}");
+        assert!(!m.contains(&disk.path().display().to_string()), "{m}");
+    };
+    says(&b);
+    // Every tenant, keyed or not, is answered at once, and nothing runs.
+    let other = keyed(addr, OTHER_TOKEN, "g1", "Ada").await;
+    assert_eq!(other.status, 507);
+    says(&other.json());
+    let body = json!({"typeId": "wop.samples.hello", "inputs": {"name": "Ada"}});
+    let sent = post_json(addr, "/host/wop/invocations", OTHER_TOKEN, &body);
+    let unkeyed = tokio::time::timeout(Duration::from_secs(120), sent)
+        .await
+        .expect("answered, not stalled")
+        .json();
+    assert_eq!(unkeyed["error"]["code"], "effect_store_full", "{unkeyed}");
+    says(&unkeyed["error"]);
+    // Only a restart helps, and the probes say so, even once space returns.
+    std::fs::remove_file(&filler).unwrap();
+    assert_eq!(keyed(addr, TOKEN, "later", "Ada").await.status, 507);
+    let h = get(addr, TOKEN, "/healthz").await;
+    assert_eq!(h.status, 503);
+    assert_eq!(h.json()["status"], "failing");
+    assert_eq!(h.json()["store"], "failed");
+    assert_eq!(sled_gauge(addr, "failed").await, Some(1));
+    assert_eq!(terminate(&mut child).await, Some(0));
+
+    let (mut child, addr) = spawn_binary(packs.path(), &store, &config);
+    assert_eq!(health_store(addr).await, "ok");
+    assert_eq!(sled_gauge(addr, "failed").await, Some(0));
+    let again = keyed(addr, TOKEN, "k0", "Ada").await;
+    assert_eq!(again.status, 200);
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    let r = keyed(addr, OTHER_TOKEN, "g2", "Ada").await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(terminate(&mut child).await, Some(0));
     drop(disk);
 }

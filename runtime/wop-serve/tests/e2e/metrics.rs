@@ -251,7 +251,8 @@ async fn pack_chosen_tool_ids_do_not_add_series() {
 
 /// The alert rules OPERATIONS.md gives operators load in Prometheus
 /// (`promtool check rules`), and the share's alert fires for a tenant past
-/// 80 % of its share and not for one below it (`promtool test rules`).
+/// 80 % of its share and not for one below it, the failed store's once
+/// the store has failed (`promtool test rules`).
 #[test]
 fn the_documented_alert_rules_load_and_the_share_alert_fires() {
     let Some(bin) = prometheus() else { return };
@@ -275,11 +276,20 @@ tests:
         values: '100+0x5'
       - series: 'wop_store_tenant_share_bytes{job="wop"}'
         values: '1000+0x5'
+      - series: 'wop_store_failed{backend="sled",job="wop"}'
+        values: '0 0 1 1 1 1'
     alert_rule_test:
       - eval_time: 2m
         alertname: WopTenantNearShare
         exp_alerts:
           - exp_labels: {tenant: acme, job: wop}
+      - eval_time: 1m
+        alertname: WopStoreFailed
+        exp_alerts: []
+      - eval_time: 3m
+        alertname: WopStoreFailed
+        exp_alerts:
+          - exp_labels: {backend: sled, job: wop}
 "#,
     )
     .unwrap();

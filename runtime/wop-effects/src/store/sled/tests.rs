@@ -221,26 +221,30 @@ async fn without_group_commit_every_write_flushes() {
 #[test]
 fn no_room_is_store_full_and_other_io_errors_are_not() {
     let dir = tempfile::tempdir().unwrap();
-    let store = SledStore::open(dir.path()).unwrap();
     // Tenants read these messages: the store's path on this host stays in
     // the log.
     let here = dir.path().display().to_string();
     let io = |errno| sled::Error::Io(std::io::Error::from_raw_os_error(errno));
+    // Each I/O error fails its store for good: a store per error.
+    let store = |n: i32| SledStore::open(&dir.path().join(n.to_string())).unwrap();
     for errno in [
         28,  /* ENOSPC */
         122, /* EDQUOT */
         27,  /* EFBIG */
     ] {
-        let e = store.error("put", io(errno));
+        let e = store(errno).error("put", io(errno));
         assert!(e.is_full(), "{errno}: {e}");
         assert!(e.to_string().contains("has no room"), "{e}");
         assert!(e.to_string().contains("restart"), "{e}");
         assert!(!e.to_string().contains(&here), "{e}");
     }
-    let e = store.error("put", io(5 /* EIO */));
-    assert!(!e.is_full() && matches!(e, StoreError::Io(_)), "{e}");
+    let e = store(5).error("put", io(5 /* EIO */));
+    assert!(
+        !e.is_full() && matches!(e, StoreError::Unavailable(_)),
+        "{e}"
+    );
     assert!(!e.to_string().contains(&here), "{e}");
-    let e = store.decode_key(&[0xff, b'k']).unwrap_err();
+    let e = store(0).decode_key(&[0xff, b'k']).unwrap_err();
     assert!(
         matches!(e, StoreError::Corrupt(_)) && !e.to_string().contains(&here),
         "{e}"
@@ -379,4 +383,76 @@ fn the_default_reserve_is_a_tenth_of_the_disk_within_bounds() {
         s.f_blocks * s.f_frsize
     };
     assert_eq!(store.reserve(), default_reserve(size));
+}
+
+/// After an I/O error sled refuses every operation until it is opened
+/// again, and a flush that waited for the failed write is never woken
+/// (decision 0056). So the store fails for good: every operation is
+/// answered at once with the failure, writes waiting for a flush stop
+/// waiting, `failure()` says why. Opened again, it works.
+#[tokio::test]
+async fn after_an_io_error_the_store_fails_fast_until_it_is_opened_again() {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    {
+        // Flushes that never end, as sled's after its failed write.
+        let store = Arc::new(
+            SledStore::open(&path)
+                .unwrap()
+                .with_flush_delay(Duration::from_secs(3600)),
+        );
+        assert_eq!(store.failure(), None);
+        let writers: Vec<_> = ["a", "b", "c"]
+            .into_iter()
+            .map(|k| {
+                let s = store.clone();
+                tokio::spawn(async move { s.put(k, b"v".to_vec()).await })
+            })
+            .collect();
+        while store.flushes() == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let io = sled::Error::Io(std::io::Error::from_raw_os_error(5 /* EIO */));
+        let _ = store.error("put", io);
+        // A liveness bound, not a timing: without the failure they wait
+        // for the hour-long flush.
+        for w in writers {
+            let r = tokio::time::timeout(Duration::from_secs(60), w)
+                .await
+                .expect("a write waiting for a flush stops waiting")
+                .expect("no panic");
+            let e = r.expect_err("the write failed");
+            assert!(matches!(e, StoreError::Unavailable(_)), "{e}");
+        }
+        let why = store.failure().expect("the store says it failed");
+        assert!(why.contains("restart"), "{why}");
+        // Every operation, reads included, is answered with the failure
+        // without entering sled.
+        let fails = |r: Result<(), StoreError>, what: &str| {
+            let e = r.expect_err(what);
+            assert!(e.to_string().contains("restart"), "{what}: {e}");
+        };
+        fails(store.get("a").await.map(drop), "get");
+        fails(store.put("d", b"v".to_vec()).await, "put");
+        fails(store.remove("a").await, "remove");
+        let cas = store.compare_and_swap("e", None, Some(b"v".to_vec()));
+        fails(cas.await.map(drop), "compare-and-swap");
+        fails(store.scan_prefix("", 10).await.map(drop), "scan");
+        fails(store.scan_range("a", None, 10).await.map(drop), "range");
+    }
+    // Opened again (once the failed store's database, dropped on a
+    // thread of its own, let go of the directory), it works.
+    let mut reopened = SledStore::open(&path);
+    for _ in 0..400 {
+        if reopened.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        reopened = SledStore::open(&path);
+    }
+    let store = reopened.expect("the store opens again");
+    assert_eq!(store.failure(), None);
+    store.put("d", b"v".to_vec()).await.unwrap();
+    assert_eq!(store.get("d").await.unwrap().as_deref(), Some(&b"v"[..]));
 }
