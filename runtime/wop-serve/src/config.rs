@@ -15,7 +15,7 @@
 //! sendBufferBytes = 0         # SO_SNDBUF of client connections (0: the OS's autotuning)
 //! drainTimeoutMs = 30000      # SIGTERM: how long in-flight requests may finish
 //! idleReleaseMs = 30000       # idle this long: the sandbox pool's kept memory goes back to the OS (0: never)
-//! retentionPurgeMinutes = 60  # effect and usage records past the retention are deleted this often (0: never)
+//! retentionPurgeMinutes = 60  # effect and usage records (and idle runs' ledgers) past the retention are deleted this often (0: never)
 //! memoryStoreBytes = 1073741824  # --memory-store: the most it holds; past it new claims → effect_store_full
 //! diskReserveBytes = 268435456   # sled store: free space kept on its disk; below it new claims → effect_store_full (default: a tenth of the disk, 16–256 MiB)
 //! maxStoreBytesPerTenant = 0     # records one tenant holds (effects, usage); past it its new claims and invocations → effect_store_full (default: none with one tenant, 3/4 of the store with several; 0: none)

@@ -1,7 +1,8 @@
 //! Retention: every `retentionPurgeMinutes` (first that long after
 //! start), finished effect records and usage records older than the
 //! policy's retention (`effects.retentionDays`, at least 14 days) are
-//! deleted, with the roll-ups of runs idle since (decision 0044). Without
+//! deleted, with the roll-ups and ledgers of runs idle since (decisions
+//! 0044, 0057). Without
 //! it a durable store only grew: nothing else ever ran the purges but
 //! `wop effects purge` by hand. Every executor sharing a PostgreSQL store
 //! runs it; the deletes are compare-and-delete, so they never race a

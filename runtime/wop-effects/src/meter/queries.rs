@@ -243,10 +243,12 @@ impl Meter {
     }
 
     /// Retention: deletes per-invocation usage records made before
-    /// `older_than_ms`, and the roll-ups of runs with no invocation recorded
+    /// `older_than_ms`, the roll-ups of runs with no invocation recorded
     /// since then (their totals stay in the pack roll-ups, which are never
-    /// purged). Ledgers are not touched. Pages through the store; returns
-    /// how many records were deleted.
+    /// purged), and then the ledgers of those runs, if they started
+    /// before it (decision 0057: such a run invoked again starts afresh,
+    /// its budget reserved again). Pages through the store; returns how
+    /// many records were deleted.
     pub async fn purge(&self, older_than_ms: u64) -> Result<usize, MeterError> {
         // This process's deferred usage first: a reader sees its own.
         self.flush().await?;
@@ -266,7 +268,46 @@ impl Meter {
             let r = RunRollup::decode(v).ok_or_else(|| MeterError::Corrupt(k.to_owned()))?;
             Ok(r.last_at_ms < older_than_ms)
         });
-        Ok(records + rollups.await?)
+        let rollups = rollups.await?;
+        Ok(records + rollups + self.purge_idle_ledgers(older_than_ms).await?)
+    }
+
+    /// Retention of budgets (decision 0057): deletes the ledger of every
+    /// run that started before `older_than_ms` and has no roll-up left,
+    /// so nothing was recorded for it since then ([`purge`](Self::purge)
+    /// has just deleted the roll-ups of runs idle since). Without it the
+    /// ledger of every budgeted or timed run stayed for ever, and counted
+    /// against its tenant's share of the store for ever.
+    ///
+    /// A run invoked again after this starts afresh: its budget is
+    /// reserved again and its run clock restarts. A budget bounds a run's
+    /// spending, and a caller can start a new run id any time, so this
+    /// gives a caller nothing it did not have. Compare-and-delete: a
+    /// ledger charged since it was read stays.
+    pub(super) async fn purge_idle_ledgers(&self, older_than_ms: u64) -> Result<usize, MeterError> {
+        const LEDGERS: &str = "ledger/";
+        let mut pages = Pages::new(LEDGERS);
+        let mut n = 0;
+        while let Some(page) = pages.next(self).await? {
+            let mut picked = Vec::new();
+            for (k, v) in page {
+                let ledger: Ledger =
+                    serde_json::from_slice(&v).map_err(|_| MeterError::Corrupt(k.clone()))?;
+                let Some(run) = k.strip_prefix(LEDGERS) else {
+                    continue;
+                };
+                // A ledger's key and its run's roll-up's differ only in
+                // their prefix.
+                let rollup = format!("{RUN_ROLLUPS}{run}");
+                if ledger.started_at_ms < older_than_ms && self.kv.get(&rollup).await?.is_none() {
+                    picked.push((k, v));
+                }
+            }
+            if !picked.is_empty() {
+                n += self.kv.remove_unchanged(picked).await?.len();
+            }
+        }
+        Ok(n)
     }
 }
 

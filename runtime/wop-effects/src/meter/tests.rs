@@ -775,3 +775,101 @@ async fn retention_deletes_a_page_at_a_time() {
     let left = kv.scan_prefix("usage/", usize::MAX).await.unwrap();
     assert_eq!(left.len(), 1, "the newer record stays");
 }
+
+/// A ledger as an earlier process left it: `run` started at
+/// `started_at_ms` with the tests' budget.
+async fn old_ledger(kv: &Arc<dyn KvStore>, tenant: &str, run: &str, started_at_ms: u64) {
+    let mut l = wop_core::budget::Ledger::new(run, budget());
+    l.started_at_ms = started_at_ms;
+    let key = crate::keys::ledger(tenant, run);
+    kv.put(&key, serde_json::to_vec(&l).unwrap()).await.unwrap();
+}
+
+/// Retention deletes the ledgers of runs idle since the cut-off (decision
+/// 0057): started before it, nothing recorded since (no roll-up left).
+/// A run that recorded since keeps its ledger, as does a run started
+/// since, whatever the tenant. A run invoked again after its ledger went
+/// reserves its budget again. Through the real path too: a budgeted run
+/// opened and recorded, then idle past the cut-off, leaves nothing. On
+/// sled under a tenant share, what the ledgers held is given back.
+#[tokio::test]
+async fn retention_deletes_the_ledgers_of_idle_runs_only() {
+    idle_ledgers_are_purged(Arc::new(MemoryStore::new()), None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let sled = Arc::new(SledStore::open(&dir.path().join("db")).unwrap());
+    let share = Arc::new(
+        crate::store::TenantShare::open(sled, 1 << 20)
+            .await
+            .unwrap(),
+    );
+    idle_ledgers_are_purged(share.clone(), Some(share)).await;
+}
+
+/// The same on PostgreSQL (a page of deletes is one statement there).
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn retention_deletes_the_ledgers_of_idle_runs_only_on_postgres() {
+    let Some(url) = crate::store::conformance::postgres_test_url("ledger_retention") else {
+        return;
+    };
+    let kv = Arc::new(crate::store::PostgresStore::connect(&url).await.unwrap());
+    idle_ledgers_are_purged(kv, None).await;
+}
+
+async fn idle_ledgers_are_purged(
+    kv: Arc<dyn KvStore>,
+    share: Option<Arc<crate::store::TenantShare>>,
+) {
+    let held = |t: &str| share.as_ref().map(|s| s.held(t));
+    let meter = Meter::new(kv.clone(), Prices::default());
+    let now = wop_core::time::now_ms();
+    let cut = now - 60_000;
+    old_ledger(&kv, "tenant", "idle", 1_000).await;
+    old_ledger(&kv, "other/tenant", "idle%", 1_000).await;
+    // Started long ago, recorded just now: its roll-up is recent.
+    old_ledger(&kv, "tenant", "active", 1_000).await;
+    let u = usage("active", "alpha", 1);
+    meter.record_with(&u, &u.node_id, Some(true)).await.unwrap();
+    let (young, _) = meter
+        .open_run("tenant", "young", &budget(), false)
+        .await
+        .unwrap();
+    assert!(young.started_at_ms >= cut);
+    assert!(held("other/tenant").is_none_or(|b| b > 0));
+    assert_eq!(meter.purge(cut).await.unwrap(), 2, "the two idle ledgers");
+    assert!(held("other/tenant").is_none_or(|b| b == 0));
+    for (tenant, run, kept) in [
+        ("tenant", "idle", false),
+        ("other/tenant", "idle%", false),
+        ("tenant", "active", true),
+        ("tenant", "young", true),
+    ] {
+        let l = meter.ledger(tenant, run).await.unwrap();
+        assert_eq!(l.is_some(), kept, "{tenant}/{run}");
+    }
+    let active = meter.ledger("tenant", "active").await.unwrap().unwrap();
+    assert_eq!(active.invocations, 1, "the recorded invocation was charged");
+    // Invoked again, an idle run starts afresh: its budget is reserved.
+    let (l, events) = meter
+        .open_run("tenant", "idle", &budget(), false)
+        .await
+        .unwrap();
+    assert!(l.started_at_ms >= now && l.consumed.tool_calls == 0);
+    assert!(
+        events.iter().any(|e| serde_json::to_string(e)
+            .unwrap()
+            .contains("budget.reserved")),
+        "{events:?}"
+    );
+    // Everything idle since a cut-off after now: nothing of a run stays.
+    let later = wop_core::time::now_ms() + 1;
+    meter.purge(later).await.unwrap();
+    let left = kv.scan_prefix("ledger/", usize::MAX).await.unwrap();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(kv.scan_prefix("rollup/run/", 10).await.unwrap().is_empty());
+    assert!(
+        held("tenant").is_none_or(|b| b == 0),
+        "{:?}",
+        held("tenant")
+    );
+}

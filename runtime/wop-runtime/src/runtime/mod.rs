@@ -286,8 +286,9 @@ impl Runtime {
 
     /// Deletes usage records older than the same retention period as
     /// effect records (policy `effects.retentionDays`, at least 14 days)
-    /// and the roll-ups of runs with no invocation since; ledgers and the
-    /// packs' all-time roll-ups stay. Returns how many records went.
+    /// and the roll-ups and ledgers of runs with no invocation since (a
+    /// run invoked after that starts afresh: decision 0057); the packs'
+    /// all-time roll-ups stay. Returns how many records went.
     pub async fn purge_usage(&self) -> Result<usize, MeterError> {
         let cutoff = self.retention_cutoff_ms();
         self.inner.meter.purge(cutoff).await
