@@ -324,11 +324,13 @@ impl SledStore {
     /// see it: what failed and what to do, without the store's path on
     /// this host, which goes to the log with the error.
     ///
-    /// An I/O error fails the store for good (see [`failed`]): the error
-    /// says so.
+    /// An I/O error of a write or a flush fails the store for good (see
+    /// [`failed`]): the error says so. A read's does not: sled keeps no
+    /// error from a failed read (a blob file it cannot read), and the
+    /// next operation may well work.
     fn error(&self, what: &str, e: sled::Error) -> StoreError {
         self.log(what, &e);
-        let io = matches!(e, sled::Error::Io(_));
+        let io = matches!(e, sled::Error::Io(_)) && !matches!(what, "get" | "scan");
         let error = match e {
             sled::Error::Corruption { .. } => StoreError::Corrupt(format!(
                 "{what} failed: the sled effect store is corrupt ({e}); restore it from a \

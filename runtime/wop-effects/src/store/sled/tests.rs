@@ -426,6 +426,7 @@ async fn after_an_io_error_the_store_fails_fast_until_it_is_opened_again() {
             assert!(matches!(e, StoreError::Unavailable(_)), "{e}");
         }
         let why = store.failure().expect("the store says it failed");
+        assert!(why.contains("EIO") || why.contains("os error 5"), "{why}");
         assert!(why.contains("restart"), "{why}");
         // Every operation, reads included, is answered with the failure
         // without entering sled.
@@ -440,6 +441,17 @@ async fn after_an_io_error_the_store_fails_fast_until_it_is_opened_again() {
         fails(cas.await.map(drop), "compare-and-swap");
         fails(store.scan_prefix("", 10).await.map(drop), "scan");
         fails(store.scan_range("a", None, 10).await.map(drop), "range");
+    }
+    // A read's I/O error fails nothing: sled keeps no error from it.
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(&dir.path().join("db")).unwrap();
+        for what in ["get", "scan"] {
+            let io = sled::Error::Io(std::io::Error::from_raw_os_error(5));
+            assert!(matches!(store.error(what, io), StoreError::Io(_)));
+        }
+        assert_eq!(store.failure(), None);
+        store.put("k", b"v".to_vec()).await.unwrap();
     }
     // Opened again (once the failed store's database, dropped on a
     // thread of its own, let go of the directory), it works.
