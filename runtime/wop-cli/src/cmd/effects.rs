@@ -67,7 +67,7 @@ pub(crate) async fn effects(a: EffectsArgs) -> Result<u8, Failure> {
             println!("purged {n} finished effect record(s) past the retention period");
             let n = rt.purge_usage().await?;
             println!(
-                "purged {n} usage record(s) and idle run roll-up(s) past the retention period"
+                "purged {n} usage record(s) and idle runs' roll-up(s) and ledger(s) past the retention period"
             );
             Ok(0)
         }
