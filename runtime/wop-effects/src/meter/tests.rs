@@ -873,3 +873,19 @@ async fn idle_ledgers_are_purged(
         held("tenant")
     );
 }
+
+/// A ledger retention cannot read is not deleted blindly: the purge
+/// stops with `Corrupt` naming its key, and the record stays for an
+/// operator to look at.
+#[tokio::test]
+async fn retention_stops_at_a_ledger_it_cannot_read() {
+    let kv: Arc<dyn KvStore> = Arc::new(MemoryStore::new());
+    let meter = Meter::new(kv.clone(), Prices::default());
+    let key = crate::keys::ledger("tenant", "bad");
+    kv.put(&key, b"not a ledger".to_vec()).await.unwrap();
+    match meter.purge(wop_core::time::now_ms()).await {
+        Err(MeterError::Corrupt(k)) => assert_eq!(k, key),
+        other => panic!("expected Corrupt({key}), got {other:?}"),
+    }
+    assert!(kv.get(&key).await.unwrap().is_some());
+}

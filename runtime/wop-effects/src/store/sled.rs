@@ -307,7 +307,7 @@ impl SledStore {
         let db = self.db()?.clone();
         match tokio::task::spawn_blocking(move || db.flush()).await {
             Ok(r) => {
-                r.map_err(|e| self.error("flush to disk", e))?;
+                r.map_err(|e| self.write_error("flush to disk", e))?;
                 self.flushes_done.fetch_add(1, Ordering::SeqCst);
                 Ok(())
             }
@@ -322,16 +322,12 @@ impl SledStore {
 
     /// The error of a sled operation, as callers (tenants among them)
     /// see it: what failed and what to do, without the store's path on
-    /// this host, which goes to the log with the error.
-    ///
-    /// An I/O error of a write or a flush fails the store for good (see
-    /// [`failed`]): the error says so. A read's does not: sled keeps no
-    /// error from a failed read (a blob file it cannot read), and the
-    /// next operation may well work.
+    /// this host, which goes to the log with the error. For a read: sled
+    /// keeps no error from a failed read (a blob file it cannot read), so
+    /// the store goes on (a write's is [`write_error`](Self::write_error)).
     fn error(&self, what: &str, e: sled::Error) -> StoreError {
         self.log(what, &e);
-        let io = matches!(e, sled::Error::Io(_)) && !matches!(what, "get" | "scan");
-        let error = match e {
+        match e {
             sled::Error::Corruption { .. } => StoreError::Corrupt(format!(
                 "{what} failed: the sled effect store is corrupt ({e}); restore it from a \
                  backup or move it aside (its path is in the server's log)"
@@ -341,7 +337,15 @@ impl SledStore {
                  free space on it"
             )),
             e => StoreError::Io(format!("{what} failed on the sled effect store: {e}")),
-        };
+        }
+    }
+
+    /// The error of a write or a flush: an I/O error fails the store for
+    /// good (see [`failed`]), as sled then refuses everything, and the
+    /// error says so.
+    fn write_error(&self, what: &str, e: sled::Error) -> StoreError {
+        let io = matches!(e, sled::Error::Io(_));
+        let error = self.error(what, e);
         if !io {
             return error;
         }
@@ -469,7 +473,7 @@ impl KvStore for SledStore {
             Ok(s) => s,
             Err(e) => {
                 self.end_write(key, None);
-                return Err(self.error("compare-and-swap", e));
+                return Err(self.write_error("compare-and-swap", e));
             }
         };
         match swapped {
@@ -516,7 +520,7 @@ impl KvStore for SledStore {
         self.begin_write(key);
         if let Err(e) = db.insert(key.as_bytes(), value) {
             self.end_write(key, None);
-            return Err(self.error("put", e));
+            return Err(self.write_error("put", e));
         }
         self.write_done(key).await
     }
@@ -527,7 +531,7 @@ impl KvStore for SledStore {
         self.begin_write(key);
         if let Err(e) = db.remove(key.as_bytes()) {
             self.end_write(key, None);
-            return Err(self.error("remove", e));
+            return Err(self.write_error("remove", e));
         }
         self.write_done(key).await
     }

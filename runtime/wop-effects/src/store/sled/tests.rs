@@ -232,13 +232,13 @@ fn no_room_is_store_full_and_other_io_errors_are_not() {
         122, /* EDQUOT */
         27,  /* EFBIG */
     ] {
-        let e = store(errno).error("put", io(errno));
+        let e = store(errno).write_error("put", io(errno));
         assert!(e.is_full(), "{errno}: {e}");
         assert!(e.to_string().contains("has no room"), "{e}");
         assert!(e.to_string().contains("restart"), "{e}");
         assert!(!e.to_string().contains(&here), "{e}");
     }
-    let e = store(5).error("put", io(5 /* EIO */));
+    let e = store(5).write_error("put", io(5 /* EIO */));
     assert!(
         !e.is_full() && matches!(e, StoreError::Unavailable(_)),
         "{e}"
@@ -414,7 +414,7 @@ async fn after_an_io_error_the_store_fails_fast_until_it_is_opened_again() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         let io = sled::Error::Io(std::io::Error::from_raw_os_error(5 /* EIO */));
-        let _ = store.error("put", io);
+        let _ = store.write_error("put", io);
         // A liveness bound, not a timing: without the failure they wait
         // for the hour-long flush.
         for w in writers {
