@@ -91,23 +91,27 @@ pub(crate) async fn execute(
     };
     let deadline = armed.deadline();
     let store = &mut armed.store;
-    let run = async {
-        let instance = instantiate(linked, &mut *store).await?;
-        sandbox::instantiated(store);
-        let r = match call {
-            AbiCall::Identify => identify(linked, &instance, &mut *store).await,
-            AbiCall::Invoke { index, request } => {
-                invoke(linked, &instance, &mut *store, index, &request).await
+    // Built in place, pinned (see `sandbox::within`), and dropped before
+    // the store is finished.
+    let outcome = {
+        let run = std::pin::pin!(async {
+            let instance = instantiate(linked, &mut *store).await?;
+            sandbox::instantiated(store);
+            let r = match call {
+                AbiCall::Identify => identify(linked, &instance, &mut *store).await,
+                AbiCall::Invoke { index, request } => {
+                    invoke(linked, &instance, &mut *store, index, &request).await
+                }
+                AbiCall::Probe { entry, arg } => probe(&instance, &mut *store, &entry, arg).await,
+            };
+            // `openwop_interrupt` suspends by trapping with the payload set.
+            match (r, store.data_mut().suspended.take()) {
+                (Err(_), Some(payload)) => Ok(AbiReturned::Suspended(payload)),
+                (r, _) => r,
             }
-            AbiCall::Probe { entry, arg } => probe(&instance, &mut *store, &entry, arg).await,
-        };
-        // `openwop_interrupt` suspends by trapping with the payload set.
-        match (r, store.data_mut().suspended.take()) {
-            (Err(_), Some(payload)) => Ok(AbiReturned::Suspended(payload)),
-            (r, _) => r,
-        }
+        });
+        sandbox::within(deadline, run).await
     };
-    let outcome = sandbox::within(deadline, run).await;
     armed.finish(outcome)
 }
 

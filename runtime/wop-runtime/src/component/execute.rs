@@ -89,16 +89,22 @@ pub(crate) async fn execute(
     };
     let deadline = armed.deadline();
     let store = &mut armed.store;
-    let run = async {
-        let pack = pre.instantiate_async(&mut *store).await?;
-        sandbox::instantiated(store);
-        let n = pack.openwop_node_pack_node();
-        match call {
-            Call::Describe => n.call_describe(&mut *store).await.map(Returned::Describe),
-            Call::Invoke(req, _) => n.call_invoke(&mut *store, &req).await.map(Returned::Invoke),
-        }
+    // Built in place, pinned (see `sandbox::within`), and dropped before
+    // the store is finished.
+    let outcome = {
+        let run = std::pin::pin!(async {
+            let pack = pre.instantiate_async(&mut *store).await?;
+            sandbox::instantiated(store);
+            let n = pack.openwop_node_pack_node();
+            match call {
+                Call::Describe => n.call_describe(&mut *store).await.map(Returned::Describe),
+                Call::Invoke(req, _) => {
+                    n.call_invoke(&mut *store, &req).await.map(Returned::Invoke)
+                }
+            }
+        });
+        sandbox::within(deadline, run).await
     };
-    let outcome = sandbox::within(deadline, run).await;
     armed.finish(outcome)
 }
 

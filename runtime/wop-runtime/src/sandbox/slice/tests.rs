@@ -104,6 +104,6 @@ async fn a_guest_that_never_stops_yielding_still_times_out() {
         left: usize::MAX,
         polls: 0,
     };
-    let r = within(Duration::from_millis(30), work).await;
+    let r = within(Duration::from_millis(30), std::pin::pin!(work)).await;
     assert!(r.is_err(), "the deadline ended it");
 }
