@@ -237,8 +237,12 @@ impl Runtime {
         let (tenant, run_id) = (&req.context.tenant_id, &req.context.run_id);
         let opened = self.inner.meter.open_run(tenant, run_id, budget, timed);
         opened.await.map_err(|e| {
-            let message =
-                format!("the run's budget could not be read, so the node did not run: {e}");
+            // The run's ledger is read here (and created for a run with a
+            // budget or a run clock): say so, not "budget", which the
+            // caller of a run without one would not recognise.
+            let message = format!(
+                "the run's ledger (its budget, bounds and usage so far) could not be opened in the usage store, so the node did not run: {e}"
+            );
             let code = match e.is_store_full() {
                 true => ErrorCode::EffectStoreFull,
                 false => ErrorCode::InternalError,

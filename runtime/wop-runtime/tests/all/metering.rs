@@ -684,6 +684,11 @@ async fn a_full_memory_store_refuses_a_new_ledger_with_its_own_code() {
     let e = r.outcome.as_ref().unwrap_err();
     assert_eq!(e.code, "effect_store_full", "{e:?}");
     assert!(e.message.contains("did not run"), "{}", e.message);
+    assert!(
+        e.message.starts_with("the run's ledger (its budget, bounds and usage so far) could not be opened in the usage store"),
+        "{}",
+        e.message
+    );
     assert!(wop.invoke(hello("free")).await.outcome.is_ok());
     wop.flush_usage().await.ok();
     assert!(store.bytes() <= 1 << 20, "{} bytes", store.bytes());
