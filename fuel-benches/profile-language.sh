@@ -9,7 +9,7 @@
 # PROFILE_ARGS="--new-run-per-call" (or --idle-us N): passed on to `languages --profile`.
 #
 # <built-dir>: the out-dir of sdk/build-all.sh; <lang>: rust, c, js, python,
-# registry-js or new-js. Needs `perf` and a release build of `languages`
+# registry-js or new-js; or bare-rust (the Rust hello on a bare wasmtime configured like wop). Needs `perf` and a release build of `languages`
 # and `wop` (cargo build --release -p wop-cli -p fuel-benches --bin languages --bin wop).
 set -euo pipefail
 command -v perf >/dev/null || { echo "profile-language.sh needs perf (Debian: apt-get install linux-perf)" >&2; exit 1; }

@@ -47,6 +47,9 @@
 //! the invocations and not the compile (`fuel-benches/profile-language.sh`).
 //! It ends with the p50 and the process's CPU per call (utime + stime:
 //! what the library costs a host, its deferred usage writes included).
+//! `--profile bare-rust` runs the Rust hello through a bare wasmtime
+//! configured like wop instead (the `latency` bench's baseline), so the
+//! two paths' profiles come from one binary.
 //! `--new-run-per-call` makes each call a run of its own, as every
 //! `wop serve` request without a `runId` is: its run roll-up and usage
 //! record are new (in one run, past its first 1,000 calls, no record is
@@ -410,6 +413,9 @@ async fn profile(
     idle: Duration,
     new_runs: bool,
 ) -> Result<()> {
+    if name == BARE_RUST {
+        return profile_bare(secs, idle).await;
+    }
     let tmp = tempfile::tempdir()?;
     let langs = langs(built, tmp.path())?;
     let l = langs
@@ -417,28 +423,14 @@ async fn profile(
         .find(|l| l.name == name)
         .with_context(|| format!("no language {name} (built: {})", built.display()))?;
     let rt = runtime(&RuntimeConfig::new(), std::slice::from_ref(l)).await?;
-    for _ in 0..BLOCK {
-        lib_once(&rt, l).await?;
-    }
-    println!("profiling {}", std::process::id());
-    // Give the profiler a moment to attach.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let (start, mut calls) = (Instant::now(), 0u64);
-    let mut lib = Vec::new();
-    let cpu0 = cpu_ticks();
-    while start.elapsed() < secs {
-        if !idle.is_zero() {
-            // The thread sleeps: its CPU may idle, as a service's does
-            // between one client's requests.
-            std::thread::sleep(idle);
-        }
-        let run = new_runs.then(|| format!("inv-{calls}"));
-        lib.push(lib_once_in(&rt, l, run).await?.0);
-        calls += 1;
-    }
-    let cpu = (cpu_ticks() - cpu0) as f64 * 1e6 / clock_ticks_per_second() as f64;
+    let (rt, l) = (&rt, l);
+    let (calls, lib, cpu) = profile_loop(secs, idle, |i| {
+        let run = new_runs.then(|| format!("inv-{i}"));
+        async move { Ok(lib_once_in(rt, l, run).await?.0) }
+    })
+    .await?;
     println!(
-        "{name}: {calls} calls{}{}, library p50 {:.1} µs, process CPU {:.1} µs per call",
+        "{name}: {calls} calls{}{}, library p50 {:.1} µs, process CPU {cpu:.1} µs per call",
         if new_runs { " each in a new run" } else { "" },
         if idle.is_zero() {
             String::new()
@@ -446,9 +438,70 @@ async fn profile(
             format!(" each after {} µs idle", idle.as_micros())
         },
         stats(lib).p50_us,
-        cpu / calls.max(1) as f64
     );
     Ok(())
+}
+
+/// `--profile bare-rust`: the Rust hello through a bare wasmtime
+/// configured like wop (`fuel_benches::bare::invoke_like_wop`, the
+/// `latency` bench's baseline), so that a profile of wop's path and one of
+/// the baseline come from the same binary and the same loop.
+const BARE_RUST: &str = "bare-rust";
+
+async fn profile_bare(secs: Duration, idle: Duration) -> Result<()> {
+    use fuel_benches::bare;
+    let bare_err = |e: wasmtime::Error| anyhow::anyhow!("bare hello: {e}");
+    let hello = wop_test_packs::wasm_path("hello");
+    let pre = bare::pre(&bare::engine_like_wop().map_err(bare_err)?, &hello).map_err(bare_err)?;
+    let req = bare::request("wop.samples.hello", &json!({"name": "Ada"}));
+    let (pre, req) = (&pre, &req);
+    let (calls, times, cpu) = profile_loop(secs, idle, |_| async move {
+        let t = Instant::now();
+        bare::invoke_like_wop(pre, req).await.map_err(bare_err)?;
+        Ok(t.elapsed())
+    })
+    .await?;
+    println!(
+        "{BARE_RUST}: {calls} calls, bare wasmtime configured like wop p50 {:.1} µs, process CPU {cpu:.1} µs per call",
+        stats(times).p50_us,
+    );
+    Ok(())
+}
+
+/// The loop a profiler attaches to: `call(i)` (which times itself) a
+/// block of times to warm up, then `profiling <pid>`, then for `secs`,
+/// each call after `idle`. Returns the calls, their times and the
+/// process's CPU per call in µs (its deferred work included).
+async fn profile_loop<F, Fut>(
+    secs: Duration,
+    idle: Duration,
+    mut call: F,
+) -> Result<(u64, Vec<Duration>, f64)>
+where
+    F: FnMut(u64) -> Fut,
+    Fut: std::future::Future<Output = Result<Duration>>,
+{
+    for i in 0..BLOCK {
+        call(i as u64).await?;
+    }
+    println!("profiling {}", std::process::id());
+    // Give the profiler a moment to attach.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (start, mut calls) = (Instant::now(), 0u64);
+    let mut times = Vec::new();
+    let cpu0 = cpu_ticks();
+    while start.elapsed() < secs {
+        if !idle.is_zero() {
+            // The thread sleeps: its CPU may idle, as a service's does
+            // between one client's requests.
+            std::thread::sleep(idle);
+        }
+        // Past the warm-up's indices: a call's index names its run.
+        times.push(call(BLOCK as u64 + calls).await?);
+        calls += 1;
+    }
+    let cpu = (cpu_ticks() - cpu0) as f64 * 1e6 / clock_ticks_per_second() as f64;
+    Ok((calls, times, cpu / calls.max(1) as f64))
 }
 
 fn report(
