@@ -108,6 +108,15 @@ impl EffectError {
     pub fn is_store_full(&self) -> bool {
         matches!(self, EffectError::Store(e) if e.is_full())
     }
+
+    /// The figures of a refusal for the tenant's share of the store, if
+    /// it is one.
+    pub fn share_refusal(&self) -> Option<&crate::store::ShareRefusal> {
+        match self {
+            EffectError::Store(e) => e.share_refusal(),
+            _ => None,
+        }
+    }
 }
 
 /// Timing knobs of the claim protocol.

@@ -19,12 +19,59 @@ pub enum StoreError {
     /// was written.
     #[error("store full: {0}")]
     Full(String),
+    /// The write's tenant holds its share of the store
+    /// (`maxStoreBytesPerTenant`, decisions 0054 and 0055): nothing was
+    /// written. A kind of [`Full`](Self::Full) ([`is_full`](Self::is_full)),
+    /// with the figures for programs.
+    #[error("store full: {}", .0.message)]
+    OverShare(Box<ShareRefusal>),
 }
 
 impl StoreError {
-    /// Whether the store refused the write for want of room.
+    /// Whether the store refused the write for want of room (its own, or
+    /// the tenant's share of it).
     pub fn is_full(&self) -> bool {
-        matches!(self, StoreError::Full(_))
+        matches!(self, StoreError::Full(_) | StoreError::OverShare(_))
+    }
+
+    /// The figures of a refusal for the tenant's share, if it is one.
+    pub fn share_refusal(&self) -> Option<&ShareRefusal> {
+        match self {
+            StoreError::OverShare(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// A write (or an invocation's start) refused because its tenant holds its
+/// share of the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareRefusal {
+    /// What the tenant is told: what it holds, its share, what to do.
+    pub message: String,
+    /// The tenant.
+    pub tenant: String,
+    /// Bytes of records the tenant held when it was refused.
+    pub held_bytes: u64,
+    /// Bytes the refused write needed (`None`: an invocation refused at
+    /// its start, before it wrote anything).
+    pub needed_bytes: Option<u64>,
+    /// The tenant's share (`maxStoreBytesPerTenant`).
+    pub share_bytes: u64,
+}
+
+impl ShareRefusal {
+    /// The figures as an error's `details`: `tenant`, `heldBytes`,
+    /// `maxStoreBytesPerTenant` and, for a write, `neededBytes`.
+    pub fn details(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut d = serde_json::Map::new();
+        d.insert("tenant".into(), self.tenant.clone().into());
+        d.insert("heldBytes".into(), self.held_bytes.into());
+        d.insert("maxStoreBytesPerTenant".into(), self.share_bytes.into());
+        if let Some(n) = self.needed_bytes {
+            d.insert("neededBytes".into(), n.into());
+        }
+        d
     }
 }
 

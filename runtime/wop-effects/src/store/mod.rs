@@ -27,7 +27,7 @@ pub use self::sled::{
     DEFAULT_RESERVE_MAX, DEFAULT_RESERVE_MIN, SLED_CACHE_BYTES, SledOptions, SledStore,
     default_reserve,
 };
-pub use kv::{CasResult, KvStore, StoreError, StoreRoom};
+pub use kv::{CasResult, KvStore, ShareRefusal, StoreError, StoreRoom};
 pub use memory::{MEMORY_STORE_BYTES, MemoryStore};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};

@@ -12,9 +12,9 @@
 //! - its **claimed** records: effect records (`effect/<id>`, attributed
 //!   by the record's `tenantId`) and their listing entries
 //!   (`run/<tenant>/…`). A write that would create one of those keys for a
-//!   tenant holding its share is refused with [`StoreError::Full`] and the
-//!   tenant's own figures; a claim and its listing entry are checked as
-//!   one, so a refused claim writes neither;
+//!   tenant holding its share is refused with [`StoreError::OverShare`] (a
+//!   kind of full) and the tenant's own figures; a claim and its listing
+//!   entry are checked as one, so a refused claim writes neither;
 //! - its **recorded** usage: usage records (`usage/<tenant>/…`), run
 //!   roll-ups (`rollup/run/<tenant>/…`) and ledgers (`ledger/<tenant>/…`).
 //!   These are never refused here (an invocation that ran records what it
@@ -48,7 +48,7 @@
 //! store is the process's): executors sharing PostgreSQL would each count
 //! only their own writes.
 
-use super::{CasResult, KvStore, StoreError, StoreRoom};
+use super::{CasResult, KvStore, ShareRefusal, StoreError, StoreRoom};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -183,14 +183,33 @@ impl TenantShare {
         if now < self.share {
             return Ok(());
         }
-        Err(self.refuse(StoreError::Full(format!(
+        let message = format!(
             "tenant `{tenant}` holds {now} bytes of records in the store (effect records, usage \
              records, ledgers and roll-ups), its share of {} bytes (maxStoreBytesPerTenant), so \
              it can start no invocation that would record more; its recorded keyed requests \
              still replay. Records past the retention are deleted every retentionPurgeMinutes, \
              or ask the operator for a larger share",
             self.share
-        ))))
+        );
+        Err(self.refuse(self.over_share(message, tenant, now, None)))
+    }
+
+    /// The refusal of `tenant`, which holds `held` bytes (and wanted
+    /// `needed` more), with its figures.
+    fn over_share(
+        &self,
+        message: String,
+        tenant: &str,
+        held: u64,
+        needed: Option<u64>,
+    ) -> StoreError {
+        StoreError::OverShare(Box::new(ShareRefusal {
+            message,
+            tenant: tenant.to_owned(),
+            held_bytes: held,
+            needed_bytes: needed,
+            share_bytes: self.share,
+        }))
     }
 
     fn counts(&self) -> MutexGuard<'_, HashMap<String, u64>> {
@@ -206,13 +225,14 @@ impl TenantShare {
         if held.saturating_add(bytes) > self.share && !self.inner.room().is_some_and(|r| r.is_low())
         {
             let now = *held;
-            return Err(StoreError::Full(format!(
+            let message = format!(
                 "tenant `{tenant}` holds {now} bytes of records in the store and this one needs {bytes} \
                  more, past its share of {} bytes (maxStoreBytesPerTenant); records past the \
                  retention are deleted every retentionPurgeMinutes, or ask the operator for a \
                  larger share",
                 self.share
-            )));
+            );
+            return Err(self.over_share(message, tenant, now, Some(bytes)));
         }
         *held += bytes;
         Ok(())

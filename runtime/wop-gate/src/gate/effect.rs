@@ -129,11 +129,15 @@ impl Gate {
                     true => ErrorCode::EffectStoreFull,
                     false => ErrorCode::InternalError,
                 };
+                // Past the tenant's share: its figures too, as `wop
+                // serve`'s own refusals carry them.
+                let mut details = e.share_refusal().map(|r| r.details()).unwrap_or_default();
+                details.insert("effectId".into(), req.effect_id.clone().into());
                 let e = GateError::new(
                     GateErrorKind::Failed,
                     code,
                     format!("the effect could not be claimed, so it was not performed: {e}"),
-                    json!({"effectId": req.effect_id}),
+                    serde_json::Value::Object(details),
                 );
                 Ended::refused(ToolStatus::Error, e, Some(req.effect_id.clone()))
             })

@@ -694,6 +694,54 @@ async fn a_full_memory_store_refuses_a_new_ledger_with_its_own_code() {
     assert!(store.bytes() <= 1 << 20, "{} bytes", store.bytes());
 }
 
+/// A pack's effectful tool call past its tenant's share of the store
+/// (`TenantShare`, decision 0054) is not performed, and the pack gets the
+/// refusal with the share's figures in `details` (as `wop serve`'s own
+/// refusals carry them), which the `tool-call` pack fails the node with.
+#[tokio::test]
+async fn a_claim_past_the_tenants_share_is_refused_with_its_figures() {
+    const SHARE: u64 = 64;
+    let share = wop_runtime::store::TenantShare::open(
+        Arc::new(wop_runtime::store::MemoryStore::new()),
+        SHARE,
+    )
+    .await
+    .unwrap();
+    let kv: Arc<dyn KvStore> = Arc::new(share);
+    let n = Arc::new(AtomicU32::new(0));
+    let write = RegisteredTool {
+        descriptor: ToolDescriptor::new("crm:write", ToolSource::HostExtension, SafetyTier::Write),
+        tenants: None,
+        rate: None,
+        timeout: std::time::Duration::from_secs(2),
+        provider: Arc::new(Count(n.clone())),
+    };
+    let wop = rt(GRANT, Some(kv), Some(write));
+    load(&wop, "tool-call").await;
+    let r = wop
+        .invoke(call("r1", "n", json!({"tool": "crm:write"}), None, None))
+        .await;
+    let e = r.outcome.as_ref().unwrap_err();
+    assert_eq!(e.code, "effect_store_full", "{e:?}");
+    assert!(
+        e.message.contains("maxStoreBytesPerTenant"),
+        "{}",
+        e.message
+    );
+    let d = e.details.clone().unwrap_or_default();
+    assert_eq!(d.get("tenant"), Some(&json!("t")), "{d:?}");
+    assert_eq!(
+        d.get("maxStoreBytesPerTenant"),
+        Some(&json!(SHARE)),
+        "{d:?}"
+    );
+    assert_eq!(d.get("heldBytes"), Some(&json!(0)), "{d:?}");
+    let needed = d.get("neededBytes").and_then(Value::as_u64);
+    assert!(needed.is_some_and(|b| b > SHARE), "{d:?}");
+    assert!(d.get("effectId").is_some_and(Value::is_string), "{d:?}");
+    assert_eq!(n.load(Ordering::SeqCst), 0, "the effect was not performed");
+}
+
 /// Retention (what `wop effects purge` and `wop serve`'s hourly purge
 /// run): a usage record and a run roll-up from before the retention go; a
 /// run invoked now keeps its record and roll-up, and its ledger; the

@@ -171,11 +171,30 @@ async fn recorded_usage_is_counted_never_refused_and_past_the_share_admits_no_mo
     ] {
         assert!(m.contains(part), "no {part:?} in {m}");
     }
+    // The same figures, for programs: nothing needed (a start refused).
+    let r = e.share_refusal().expect("a share refusal");
+    assert_eq!(
+        (
+            r.tenant.as_str(),
+            r.held_bytes,
+            r.needed_bytes,
+            r.share_bytes
+        ),
+        ("acme", 400 + key_bytes, None, 300)
+    );
     assert_eq!(share.refused_writes(), 1);
     share.admits("globex").unwrap();
-    // A new claim is refused past the share, as before.
+    // A new claim is refused past the share, as before, with what it
+    // needed.
     let e = share.put("run/acme/r/e1", Vec::new()).await.unwrap_err();
     assert!(e.is_full(), "{e}");
+    let r = e.share_refusal().expect("a share refusal");
+    assert_eq!((r.held_bytes, r.share_bytes), (400 + key_bytes, 300));
+    assert!(r.needed_bytes.is_some_and(|n| n > 0), "{r:?}");
+    assert_eq!(
+        serde_json::Value::Object(r.details())["neededBytes"],
+        r.needed_bytes.unwrap_or_default()
+    );
     // A roll-up's update counts its change of size; the packs' all-time
     // roll-ups are not counted.
     swap("rollup/run/acme/r", hundred(), Some(vec![0; 10])).await;

@@ -72,6 +72,8 @@ fn refusal(cause: &StoreError) -> StoreError {
     };
     match cause {
         StoreError::Full(m) => StoreError::Full(then(m)),
+        // Not sled's own (a share wraps the store): passed on as it is.
+        StoreError::OverShare(r) => StoreError::OverShare(r.clone()),
         StoreError::Corrupt(m) => StoreError::Corrupt(then(m)),
         StoreError::Io(m) | StoreError::Unavailable(m) => StoreError::Unavailable(then(m)),
     }
