@@ -87,20 +87,11 @@ pub(crate) fn within_share(state: &Shared, tenant: &str) -> Result<(), IdemError
         return Ok(());
     };
     share.admits(tenant).map_err(|e| {
-        let details = share_details(state, tenant).unwrap_or(Value::Null);
+        let details = e
+            .share_refusal()
+            .map_or(Value::Null, |r| r.details().into());
         IdemError::OverShare(e.to_string(), details)
     })
-}
-
-/// `tenant`'s figures against its share of the store, when there is one:
-/// `{tenant, heldBytes, maxStoreBytesPerTenant}`.
-fn share_details(state: &Shared, tenant: &str) -> Option<Value> {
-    let share = state.share.as_ref()?;
-    Some(json!({
-        "tenant": tenant,
-        "heldBytes": share.held(tenant),
-        "maxStoreBytesPerTenant": share.share(),
-    }))
 }
 
 /// The tool id under which a node type's invocations are claimed.
@@ -172,7 +163,9 @@ pub(crate) async fn claim<'a>(
         .begin(request, timings, deadline)
         .await
         .map_err(|e| match e.is_store_full() {
-            true => IdemError::Full(e.to_string(), share_details(shared, &request.tenant_id)),
+            // A refusal for the tenant's share carries its figures, taken
+            // when it refused (`neededBytes` included); a full disk none.
+            true => IdemError::Full(e.to_string(), e.share_refusal().map(|r| r.details().into())),
             false => IdemError::Store(e.to_string()),
         })?;
     match begin {

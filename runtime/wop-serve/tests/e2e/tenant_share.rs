@@ -57,7 +57,11 @@ fn assert_own_share_refusal(r: &Resp, tenant: &str, share: u64) {
     let d = &b["details"];
     assert_eq!(d["tenant"], tenant, "{b}");
     assert_eq!(d["maxStoreBytesPerTenant"], share, "{b}");
-    assert!(d["heldBytes"].as_u64().is_some(), "{b}");
+    // Taken when the write was refused: what it held and what the claim
+    // needed, which together pass the share.
+    let held = d["heldBytes"].as_u64().expect("heldBytes");
+    let needed = d["neededBytes"].as_u64().expect("neededBytes");
+    assert!(needed > 0 && held + needed > share, "{b}");
 }
 
 /// A `507` for an invocation that claims nothing, refused before it

@@ -104,6 +104,25 @@ mod tests {
         f.wait().await;
     }
 
+    /// sled never raises a share's refusal itself; if a failure ever
+    /// carried one, its figures are passed on as they are (a tenant's
+    /// `details` are not rewritten into another kind of error).
+    #[test]
+    fn a_share_refusal_is_passed_on_with_its_figures() {
+        let refusal = crate::store::ShareRefusal {
+            message: "tenant `acme` holds 10 bytes".into(),
+            tenant: "acme".into(),
+            held_bytes: 10,
+            needed_bytes: Some(5),
+            share_bytes: 12,
+        };
+        let f = Failure::default();
+        f.set(StoreError::OverShare(Box::new(refusal.clone())));
+        let e = f.check().expect_err("failed");
+        assert!(e.is_full(), "{e}");
+        assert_eq!(e.share_refusal(), Some(&refusal));
+    }
+
     #[test]
     fn an_io_failure_is_unavailable() {
         let f = Failure::default();
