@@ -27,6 +27,24 @@ async fn unkeyed(addr: SocketAddr, body: &Value) -> Resp {
     .await
 }
 
+/// A hello whose recorded response is about 200 KB (the greeting and its
+/// log line).
+fn big() -> Value {
+    json!({"typeId": "wop.samples.hello", "inputs": {"name": "A".repeat(100_000)}})
+}
+
+/// Keyed [`big`] requests with fresh keys until one is refused: how many
+/// were recorded, and the refusal. A 2 MiB store is full within 40.
+async fn fill(addr: SocketAddr) -> (usize, Resp) {
+    for ok in 0..40 {
+        let r = keyed(addr, &format!("key-{ok}"), &big()).await;
+        if r.status != 200 {
+            return (ok, r);
+        }
+    }
+    panic!("2 MiB still not full after 40 responses of ~200 KB");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_cannot_grow_the_memory_store_past_its_capacity() {
     let upstream = Upstream::start(Mode::Ok).await;
@@ -41,20 +59,8 @@ async fn a_client_cannot_grow_the_memory_store_past_its_capacity() {
     );
     let store = wop_serve::StoreChoice::Memory;
     let s = start_on(&policy, cfg, &["hello", "tool-call"], store).await;
-    let big = json!({"typeId": "wop.samples.hello", "inputs": {"name": "A".repeat(100_000)}});
-    // Each response is recorded: ~200 KB (the greeting and its log line).
-    let mut ok = 0;
-    let full = loop {
-        let r = keyed(s.addr, &format!("key-{ok}"), &big).await;
-        if r.status != 200 {
-            break r;
-        }
-        ok += 1;
-        assert!(
-            ok < 40,
-            "2 MiB still not full after {ok} responses of ~200 KB"
-        );
-    };
+    let big = big();
+    let (ok, full) = fill(s.addr).await;
     assert!(ok >= 4, "only {ok} responses fit in 2 MiB");
     assert_eq!(full.status, 507, "{}", String::from_utf8_lossy(&full.body));
     let b = full.json();
@@ -124,5 +130,42 @@ async fn a_response_that_does_not_fit_gives_its_claim_back() {
             "attempt {attempt} ran"
         );
     }
+    s.stop().await;
+}
+
+/// A store that is full refuses for its capacity even where a tenant's
+/// share is set: the share (16 MiB) is larger than the store (2 MiB), so
+/// the refusal is the store's, and it carries no share figures (a
+/// `tenant`, `heldBytes` or `maxStoreBytesPerTenant` would blame the
+/// tenant's share for a refusal it did not make).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_store_under_a_larger_share_refuses_without_share_figures() {
+    let cfg = &serve_toml(
+        "anonymousLoopback = true\nmemoryStoreBytes = 2097152\n\
+         maxStoreBytesPerTenant = 16777216",
+    );
+    let s = start_on("", cfg, &["hello"], wop_serve::StoreChoice::Memory).await;
+    let (_, full) = fill(s.addr).await;
+    assert_eq!(full.status, 507, "{}", String::from_utf8_lossy(&full.body));
+    let b = full.json();
+    assert_eq!(b["error"], "effect_store_full", "{b}");
+    let m = b["message"].as_str().unwrap();
+    assert!(m.contains("durable store"), "{m}");
+    assert!(!m.contains("maxStoreBytesPerTenant"), "{m}");
+    let d = &b["details"];
+    let figures = [
+        "tenant",
+        "heldBytes",
+        "neededBytes",
+        "maxStoreBytesPerTenant",
+    ];
+    let blamed: Vec<_> = figures.iter().filter(|f| d.get(**f).is_some()).collect();
+    assert!(
+        blamed.is_empty(),
+        "share figures {blamed:?} on a full store: {b}"
+    );
+    // The share refused nothing: operators are not told it did.
+    let shares = "wop_store_share_refused_writes{backend=\"memory\"}";
+    assert_eq!(metric_of(s.addr, shares).await, Some(0));
     s.stop().await;
 }
