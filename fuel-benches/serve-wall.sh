@@ -9,10 +9,17 @@
 #   bash fuel-benches/serve-wall.sh <pack-dir> <typeId> '<inputs JSON>' [ROUNDS] [WOP...]
 #   e.g. bash fuel-benches/serve-wall.sh /tmp/langs/js/js-hello wop.samples.js.hello '{"name":"Ada"}' 2 /tmp/wop-old target/release/wop
 #
-# Needs wrk (Debian: apt-get install wrk). SECONDS=<s> per wrk run (4).
+# Needs wrk (Debian: apt-get install wrk). SECONDS_PER_RUN=<s> per wrk run (4).
+# PERF_DATA=<file>: `perf record` the server through each eight-client run
+# (the file keeps the last binary's last round; call chains by DWARF, as
+# release builds keep no frame pointers: PERF_CALLGRAPH overrides), then
+#   perf report -i <file> --children --sort symbol -g none --stdio
+# shows where the service's CPU goes (the deferred usage flush, HTTP, the
+# sandbox) in the same binary as the figures. Recording costs the server
+# CPU: compare figures only between runs without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[[ $# -ge 3 ]] || { sed -n '2,12p' "$0" >&2; exit 2; }
+[[ $# -ge 3 ]] || { sed -n '2,19p' "$0" >&2; exit 2; }
 pack=$(cd "$1" && pwd); type_id=$2; inputs=$3; rounds=${4:-1}
 shift $(( $# >= 4 ? 4 : 3 ))
 bins=("$@"); [[ ${#bins[@]} -gt 0 ]] || bins=(target/release/wop)
@@ -56,9 +63,16 @@ for _ in $(seq "$rounds"); do
         url="$base/host/wop/invocations"
         "${pin[@]}" wrk -t1 -c8 -d1s -s "$tmp/post.lua" "$url" > /dev/null   # warm-up
         one=$("${pin[@]}" wrk -t1 -c1 -d"${secs}s" --latency -s "$tmp/wall.lua" "$url")
+        perf_pid=""
+        if [[ -n "${PERF_DATA:-}" ]]; then
+            command -v perf >/dev/null || { echo "PERF_DATA needs perf (Debian: apt-get install linux-perf)" >&2; exit 2; }
+            perf record -q -F 499 ${PERF_CALLGRAPH:---call-graph=dwarf,16384} -o "$PERF_DATA" -p "$spid" -- sleep "$secs" 2>/dev/null &
+            perf_pid=$!
+        fi
         t0=$(ticks)
         eight=$("${pin[@]}" wrk -t1 -c8 -d"${secs}s" -s "$tmp/post.lua" "$url")
         t1=$(ticks)
+        [[ -z "$perf_pid" ]] || wait "$perf_pid" 2>/dev/null || true
         n=$(awk '/requests in/ {print $1}' <<<"$eight")
         printf '%-28s c=1: p50 %8s  wallTimeUs p50 %5s µs  %6d req/s | c=8: %6d req/s  server CPU %4d µs/request\n' \
             "$bin" "$(awk '$1 == "50%" {print $2}' <<<"$one")" \
