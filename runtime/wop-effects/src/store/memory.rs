@@ -6,19 +6,22 @@
 //! be able to exhaust the process (decision 0046).
 
 use super::{CasResult, KvStore, StoreError};
+use key::Key;
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::sync::{Mutex, MutexGuard};
 
-/// What one entry costs beyond its key and value bytes: the map's node
-/// share and the two heap headers, roughly.
-const ENTRY_OVERHEAD: u64 = 64;
+/// What one entry costs beyond its key and value bytes, roughly: its key
+/// (64 bytes, [`key::Key`]) and value (24) in the map's nodes, the nodes'
+/// slack, and the two heap headers.
+const ENTRY_OVERHEAD: u64 = 128;
 
 /// The capacity the runtime's default in-memory store and `wop serve
 /// --memory-store` get (1 GiB; `memoryStoreBytes` in `serve.toml`).
 pub const MEMORY_STORE_BYTES: u64 = 1 << 30;
 
-/// An in-memory [`KvStore`] backed by a `BTreeMap`. Not durable.
+/// An in-memory [`KvStore`] backed by a `BTreeMap` (keys with their head
+/// inline: decision 0058). Not durable.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
@@ -30,7 +33,7 @@ pub struct MemoryStore {
 
 #[derive(Debug, Default)]
 struct Inner {
-    map: BTreeMap<String, Vec<u8>>,
+    map: BTreeMap<Key, Vec<u8>>,
     /// Σ over entries of key + value + [`ENTRY_OVERHEAD`].
     bytes: u64,
 }
@@ -114,7 +117,7 @@ impl MemoryStore {
 
     /// Writes `new` at `key` (`None`: removes it) if its current value is
     /// `expected` (`Check::Any`: whatever it is). One descent of the map:
-    /// the key is allocated once, up front, as a new entry needs it.
+    /// the key is made once, up front, as a new entry needs it.
     fn write(
         &self,
         key: &str,
@@ -123,7 +126,7 @@ impl MemoryStore {
     ) -> Result<CasResult, StoreError> {
         let mut inner = self.lock();
         let Inner { map, bytes } = &mut *inner;
-        match map.entry(key.to_owned()) {
+        match map.entry(Key::new(key)) {
             Entry::Vacant(slot) => {
                 if let Check::Is(Some(_)) = expected {
                     return Ok(Err(None));
@@ -169,7 +172,7 @@ enum Check<'a> {
 
 impl Inner {
     fn remove(&mut self, key: &str) {
-        if let Some(old) = self.map.remove(key) {
+        if let Some(old) = self.map.remove(&Key::new(key)) {
             self.bytes -= entry_bytes(key, &old);
         }
     }
@@ -187,7 +190,8 @@ impl KvStore for MemoryStore {
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.lock().map.get(key).cloned())
+        let key = Key::new(key);
+        Ok(self.lock().map.get(&key).cloned())
     }
 
     async fn put(&self, key: &str, value: Vec<u8>) -> Result<(), StoreError> {
@@ -204,16 +208,15 @@ impl KvStore for MemoryStore {
         prefix: &str,
         limit: usize,
     ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let from = Key::new(prefix);
         let inner = self.lock();
         Ok(inner
             .map
-            .range::<str, _>((
-                std::ops::Bound::Included(prefix),
-                std::ops::Bound::Unbounded,
-            ))
+            .range(from..)
+            .map(|(k, v)| (k.as_str(), v))
             .take_while(|(k, _)| k.starts_with(prefix))
             .take(limit)
-            .map(|(k, v)| (k.clone(), v.clone()))
+            .map(|(k, v)| (k.to_owned(), v.clone()))
             .collect())
     }
 
@@ -223,17 +226,18 @@ impl KvStore for MemoryStore {
         end: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        let inner = self.lock();
         let upper = match end {
             Some(e) if e <= start => return Ok(Vec::new()),
-            Some(e) => std::ops::Bound::Excluded(e),
+            Some(e) => std::ops::Bound::Excluded(Key::new(e)),
             None => std::ops::Bound::Unbounded,
         };
+        let from = std::ops::Bound::Included(Key::new(start));
+        let inner = self.lock();
         Ok(inner
             .map
-            .range::<str, _>((std::ops::Bound::Included(start), upper))
+            .range((from, upper))
             .take(limit)
-            .map(|(k, v)| (k.clone(), v.clone()))
+            .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
             .collect())
     }
 
@@ -256,5 +260,6 @@ impl KvStore for MemoryStore {
     }
 }
 
+mod key;
 #[cfg(test)]
 mod tests;
