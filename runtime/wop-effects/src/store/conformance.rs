@@ -7,6 +7,8 @@
 use super::KvStore;
 use std::sync::Arc;
 
+mod scans;
+
 /// The PostgreSQL URL for tests, from `WOP_TEST_POSTGRES_URL`, with a
 /// `wop_schema` parameter naming a schema of its own (fresh per call, from
 /// `name`, the process id and a counter) so tests never share tables.
@@ -59,8 +61,9 @@ pub async fn run_all(store: Arc<dyn KvStore>) {
     cas_stale_expected_fails_with_current(&*store).await;
     cas_delete(&*store).await;
     get_put_remove(&*store).await;
-    scan_prefix_order_isolation_limit(&*store).await;
-    scan_range_bounds_and_paging(&*store).await;
+    scans::scan_prefix_order_isolation_limit(&*store).await;
+    scans::scan_range_bounds_and_paging(&*store).await;
+    scans::scans_order_keys_sharing_a_long_prefix(&*store).await;
     put_then_insert_writes_the_marker_either_way(&*store).await;
     cas_race_single_winner(store.clone(), false).await;
     cas_race_single_winner(store.clone(), true).await;
@@ -185,138 +188,6 @@ async fn get_put_remove(store: &dyn KvStore) {
     store.put("conf/gpr/ключ/😀", bin.clone()).await.unwrap();
     assert_eq!(store.get("conf/gpr/ключ/😀").await.unwrap(), Some(bin));
     store.remove("conf/gpr/ключ/😀").await.unwrap();
-}
-
-async fn scan_prefix_order_isolation_limit(store: &dyn KvStore) {
-    // Inserted out of order; some keys share a textual prefix without
-    // belonging to the scanned "directory".
-    for k in [
-        "conf/scan/b",
-        "conf/scan/a",
-        "conf/scan/c/1",
-        "conf/scan/é",
-        "conf/scan/A",
-        "conf/scan",
-        "conf/scanx/a",
-        "conf/sca",
-        "conf/scan/c",
-    ] {
-        store.put(k, k.as_bytes().to_vec()).await.unwrap();
-    }
-    let got = store.scan_prefix("conf/scan/", usize::MAX).await.unwrap();
-    let keys: Vec<&str> = got.iter().map(|(k, _)| k.as_str()).collect();
-    assert_eq!(
-        keys,
-        [
-            "conf/scan/A",
-            "conf/scan/a",
-            "conf/scan/b",
-            "conf/scan/c",
-            "conf/scan/c/1",
-            "conf/scan/é"
-        ]
-    );
-    for (k, v) in &got {
-        assert_eq!(v, k.as_bytes());
-    }
-    // Limit keeps the first keys in order.
-    let limited = store.scan_prefix("conf/scan/", 2).await.unwrap();
-    assert_eq!(
-        limited,
-        vec![
-            ("conf/scan/A".to_owned(), b"conf/scan/A".to_vec()),
-            ("conf/scan/a".to_owned(), b"conf/scan/a".to_vec()),
-        ]
-    );
-    assert!(store.scan_prefix("conf/scan/", 0).await.unwrap().is_empty());
-    // A prefix that is itself a key includes it.
-    let with_self = store.scan_prefix("conf/scan", usize::MAX).await.unwrap();
-    assert_eq!(with_self.len(), 8);
-    assert_eq!(with_self[0].0, "conf/scan");
-    assert_eq!(with_self[7].0, "conf/scanx/a");
-    // No match.
-    assert!(
-        store
-            .scan_prefix("conf/none/", 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    // Removed keys disappear from scans.
-    store.remove("conf/scan/b").await.unwrap();
-    let after = store.scan_prefix("conf/scan/", usize::MAX).await.unwrap();
-    assert_eq!(after.len(), 5);
-    assert!(after.iter().all(|(k, _)| k != "conf/scan/b"));
-}
-
-async fn scan_range_bounds_and_paging(store: &dyn KvStore) {
-    for i in 0..25 {
-        store
-            .put(&format!("conf/range/{i:02}"), vec![i as u8])
-            .await
-            .unwrap();
-    }
-    store.put("conf/rangf", b"after".to_vec()).await.unwrap();
-    let keys = |v: Vec<(String, Vec<u8>)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
-    // Half-open bounds.
-    let got = store
-        .scan_range("conf/range/03", Some("conf/range/06"), usize::MAX)
-        .await
-        .unwrap();
-    assert_eq!(
-        got,
-        vec![
-            ("conf/range/03".to_owned(), vec![3]),
-            ("conf/range/04".to_owned(), vec![4]),
-            ("conf/range/05".to_owned(), vec![5]),
-        ]
-    );
-    // Empty and inverted ranges.
-    assert!(
-        store
-            .scan_range("conf/range/06", Some("conf/range/06"), 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    assert!(
-        store
-            .scan_range("conf/range/09", Some("conf/range/02"), 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    assert!(
-        store
-            .scan_range("conf/range/", None, 0)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    // No upper bound runs past the prefix.
-    let open = keys(store.scan_range("conf/range/24", None, 2).await.unwrap());
-    assert_eq!(open, ["conf/range/24", "conf/rangf"]);
-    // Paging visits every key once, in order.
-    let mut seen = Vec::new();
-    let mut start = "conf/range/".to_owned();
-    loop {
-        let page = keys(
-            store
-                .scan_range(&start, Some("conf/range0"), 7)
-                .await
-                .unwrap(),
-        );
-        let full = page.len() == 7;
-        if let Some(last) = page.last() {
-            start = format!("{last}\0");
-        }
-        seen.extend(page);
-        if !full {
-            break;
-        }
-    }
-    let want: Vec<String> = (0..25).map(|i| format!("conf/range/{i:02}")).collect();
-    assert_eq!(seen, want);
 }
 
 async fn put_then_insert_writes_the_marker_either_way(store: &dyn KvStore) {
