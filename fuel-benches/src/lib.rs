@@ -18,6 +18,17 @@ use anyhow::{Result, anyhow};
 use std::time::Duration;
 use wop_runtime::{InvokeRequest, Outcome, Runtime, RuntimeConfig};
 
+/// Writes one byte of every 64 in `buf`: between two measured calls, a
+/// stand-in for the rest of a request's work (HTTP, other connections, the
+/// load generator) taking the caches. `memory_store` and `languages
+/// --profile --pollute-kib` use it.
+pub fn pollute(buf: &mut [u8]) {
+    for b in buf.iter_mut().step_by(64) {
+        *b = b.wrapping_add(1);
+    }
+    std::hint::black_box(buf);
+}
+
 /// Percentiles of a sample, in microseconds.
 #[derive(Debug, Clone, Copy)]
 pub struct Stats {

@@ -58,6 +58,9 @@
 //! calls as a service's does between one client's requests (decision 0040:
 //! on this machine a call after 100 µs idle takes ~1.7× a call in a tight
 //! loop).
+//! `--pollute-kib N` writes over N KiB between calls (one byte per cache
+//! line, outside the measured call and inside the process's CPU), as the
+//! rest of a service's work takes the caches between two invocations.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 /// The allocator `wop serve` runs on (decision 0040), so that library and
@@ -302,8 +305,19 @@ async fn main() -> Result<()> {
                 .context("--idle-us <microseconds>")?,
             None => Duration::ZERO,
         };
+        let pollute_kib: usize = match args.iter().position(|a| a == "--pollute-kib") {
+            Some(j) => args
+                .get(j + 1)
+                .and_then(|s| s.parse().ok())
+                .context("--pollute-kib <KiB>")?,
+            None => 0,
+        };
         let new_runs = args.iter().any(|a| a == "--new-run-per-call");
-        return profile(&built, &lang, Duration::from_secs(secs), idle, new_runs).await;
+        let gap = Gap {
+            idle,
+            pollute: vec![0u8; pollute_kib * 1024],
+        };
+        return profile(&built, &lang, Duration::from_secs(secs), gap, new_runs).await;
     }
     let serve_memory = args.iter().any(|a| a == "--serve-memory-store");
     args.retain(|a| a != "--serve-memory-store");
@@ -406,15 +420,9 @@ async fn main() -> Result<()> {
 }
 
 /// `--profile`: one language's library calls, in a loop, for a profiler.
-async fn profile(
-    built: &Path,
-    name: &str,
-    secs: Duration,
-    idle: Duration,
-    new_runs: bool,
-) -> Result<()> {
+async fn profile(built: &Path, name: &str, secs: Duration, gap: Gap, new_runs: bool) -> Result<()> {
     if name == BARE_RUST {
-        return profile_bare(secs, idle).await;
+        return profile_bare(secs, gap).await;
     }
     let tmp = tempfile::tempdir()?;
     let langs = langs(built, tmp.path())?;
@@ -424,19 +432,15 @@ async fn profile(
         .with_context(|| format!("no language {name} (built: {})", built.display()))?;
     let rt = runtime(&RuntimeConfig::new(), std::slice::from_ref(l)).await?;
     let (rt, l) = (&rt, l);
-    let (calls, lib, cpu) = profile_loop(secs, idle, |i| {
+    let what = gap.describe();
+    let (calls, lib, cpu) = profile_loop(secs, gap, |i| {
         let run = new_runs.then(|| format!("inv-{i}"));
         async move { Ok(lib_once_in(rt, l, run).await?.0) }
     })
     .await?;
     println!(
-        "{name}: {calls} calls{}{}, library p50 {:.1} µs, process CPU {cpu:.1} µs per call",
+        "{name}: {calls} calls{}{what}, library p50 {:.1} µs, process CPU {cpu:.1} µs per call",
         if new_runs { " each in a new run" } else { "" },
-        if idle.is_zero() {
-            String::new()
-        } else {
-            format!(" each after {} µs idle", idle.as_micros())
-        },
         stats(lib).p50_us,
     );
     Ok(())
@@ -448,33 +452,56 @@ async fn profile(
 /// the baseline come from the same binary and the same loop.
 const BARE_RUST: &str = "bare-rust";
 
-async fn profile_bare(secs: Duration, idle: Duration) -> Result<()> {
+async fn profile_bare(secs: Duration, gap: Gap) -> Result<()> {
     use fuel_benches::bare;
     let bare_err = |e: wasmtime::Error| anyhow::anyhow!("bare hello: {e}");
     let hello = wop_test_packs::wasm_path("hello");
     let pre = bare::pre(&bare::engine_like_wop().map_err(bare_err)?, &hello).map_err(bare_err)?;
     let req = bare::request("wop.samples.hello", &json!({"name": "Ada"}));
     let (pre, req) = (&pre, &req);
-    let (calls, times, cpu) = profile_loop(secs, idle, |_| async move {
+    let what = gap.describe();
+    let (calls, times, cpu) = profile_loop(secs, gap, |_| async move {
         let t = Instant::now();
         bare::invoke_like_wop(pre, req).await.map_err(bare_err)?;
         Ok(t.elapsed())
     })
     .await?;
     println!(
-        "{BARE_RUST}: {calls} calls, bare wasmtime configured like wop p50 {:.1} µs, process CPU {cpu:.1} µs per call",
+        "{BARE_RUST}: {calls} calls{what}, bare wasmtime configured like wop p50 {:.1} µs, process CPU {cpu:.1} µs per call",
         stats(times).p50_us,
     );
     Ok(())
 }
 
+/// What `--profile` does between two calls (outside the call's time).
+struct Gap {
+    /// Sleeps this long.
+    idle: Duration,
+    /// Then writes over this buffer ([`fuel_benches::pollute`]).
+    pollute: Vec<u8>,
+}
+
+impl Gap {
+    fn describe(&self) -> String {
+        let mut s = String::new();
+        if !self.idle.is_zero() {
+            s += &format!(" each after {} µs idle", self.idle.as_micros());
+        }
+        if !self.pollute.is_empty() {
+            s += &format!(" each after {} KiB written", self.pollute.len() / 1024);
+        }
+        s
+    }
+}
+
 /// The loop a profiler attaches to: `call(i)` (which times itself) a
 /// block of times to warm up, then `profiling <pid>`, then for `secs`,
-/// each call after `idle`. Returns the calls, their times and the
-/// process's CPU per call in µs (its deferred work included).
+/// each call after `gap`. Returns the calls, their times and the
+/// process's CPU per call in µs (its deferred work included, the gap's
+/// writes not: their time is taken out).
 async fn profile_loop<F, Fut>(
     secs: Duration,
-    idle: Duration,
+    mut gap: Gap,
     mut call: F,
 ) -> Result<(u64, Vec<Duration>, f64)>
 where
@@ -489,18 +516,23 @@ where
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (start, mut calls) = (Instant::now(), 0u64);
     let mut times = Vec::new();
+    let mut writing = Duration::ZERO;
     let cpu0 = cpu_ticks();
     while start.elapsed() < secs {
-        if !idle.is_zero() {
+        if !gap.idle.is_zero() {
             // The thread sleeps: its CPU may idle, as a service's does
             // between one client's requests.
-            std::thread::sleep(idle);
+            std::thread::sleep(gap.idle);
         }
+        let w = Instant::now();
+        fuel_benches::pollute(&mut gap.pollute);
+        writing += w.elapsed();
         // Past the warm-up's indices: a call's index names its run.
         times.push(call(BLOCK as u64 + calls).await?);
         calls += 1;
     }
     let cpu = (cpu_ticks() - cpu0) as f64 * 1e6 / clock_ticks_per_second() as f64;
+    let cpu = cpu - writing.as_secs_f64() * 1e6;
     Ok((calls, times, cpu / calls.max(1) as f64))
 }
 

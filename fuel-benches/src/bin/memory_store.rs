@@ -17,6 +17,7 @@
 //! the same keys: the bench fails otherwise.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use fuel_benches::pollute;
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::ops::Bound;
@@ -120,12 +121,6 @@ fn keys(i: u64) -> RunKeys {
         usage_prefix: format!("usage/{scope}/"),
         usage_end: format!("usage/{scope}0"),
         record: format!("usage/{scope}/{:013}-4242-{i}", 1_796_000_000_000 + i),
-    }
-}
-
-fn pollute(buf: &mut [u8]) {
-    for b in buf.iter_mut().step_by(64) {
-        *b = b.wrapping_add(1);
     }
 }
 
