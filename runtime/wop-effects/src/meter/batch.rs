@@ -45,6 +45,11 @@ struct RunGroup<'a> {
     written: usize,
     /// How many the run's roll-up kept, once it is written.
     kept: Option<usize>,
+    /// Another group of the batch writes the same run roll-up (the run's
+    /// invocations of another pack): this process keeps the roll-up it
+    /// writes, so that the other group's write, if it is not grouped
+    /// with this one, starts from it.
+    shares_key: bool,
 }
 
 /// One pack's (and version's) invocations in a batch.
@@ -91,6 +96,7 @@ impl<'a> Sums<'a> {
                     members: Vec::new(),
                     written: 0,
                     kept: None,
+                    shares_key: false,
                 });
                 runs.len() - 1
             });
@@ -106,6 +112,15 @@ impl<'a> Sums<'a> {
                 packs.len() - 1
             });
             packs[p].delta.add(u);
+        }
+        // A run's groups share its roll-up: one per pack of it.
+        let of_run = |g: &RunGroup<'a>| (g.first.tenant_id.as_str(), g.first.run_id.as_str());
+        let mut groups: HashMap<(&'a str, &'a str), usize> = HashMap::with_capacity(runs.len());
+        for g in &runs {
+            *groups.entry(of_run(g)).or_default() += 1;
+        }
+        for g in &mut runs {
+            g.shares_key = groups.get(&of_run(g)).is_some_and(|&n| n > 1);
         }
         Sums { runs, packs }
     }
@@ -210,6 +225,7 @@ impl Meter {
                             label: pack_label(g.first),
                             rollup: g.delta.clone(),
                             at_ms: g.at_ms,
+                            remember: g.shares_key,
                         };
                         let ids = (g.first.tenant_id.as_str(), g.first.run_id.as_str());
                         self.submit_run(&g.run_key, ids, delta)

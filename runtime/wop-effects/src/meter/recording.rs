@@ -139,6 +139,7 @@ impl Meter {
                 label,
                 rollup: delta.clone(),
                 at_ms: now,
+                remember: true,
             },
         );
         let pack_write = self.submit_pack(&pack_key, usage, delta);
@@ -313,8 +314,9 @@ pub(super) struct Rollups {
 /// decoded value. The next update of such a key starts from them instead
 /// of reading and decoding the record: its compare-and-swap expects
 /// exactly those bytes, so a record another writer changed meanwhile
-/// fails the swap and is read and decoded as usual. Bounded: emptied
-/// when it holds [`LAST_WRITTEN_KEYS`] keys.
+/// fails the swap and is read and decoded as usual. A key it created is
+/// kept only when the writer asks ([`cas_update`]'s `remember_new`).
+/// Bounded: emptied when it holds [`LAST_WRITTEN_KEYS`] keys.
 pub(super) struct LastWritten<T>(Mutex<HashMap<String, (Vec<u8>, T)>>);
 
 impl<T> Default for LastWritten<T> {
@@ -345,6 +347,12 @@ impl<T> LastWritten<T> {
         self.0.lock().ok()?.remove(key)
     }
 
+    /// Whether it holds `key`.
+    #[cfg(test)]
+    pub(super) fn holds(&self, key: &str) -> bool {
+        self.0.lock().is_ok_and(|m| m.contains_key(key))
+    }
+
     /// Drops what this process knew of `key` (its record was deleted).
     pub(super) fn forget(&self, key: &str) {
         drop(self.take(key));
@@ -368,6 +376,12 @@ pub(super) struct RunDelta {
     pub(super) rollup: Rollup,
     /// When the last of them was recorded.
     pub(super) at_ms: u64,
+    /// Whether this process keeps the roll-up it writes ([`LastWritten`])
+    /// even when it creates it. The durable path does: a run's next
+    /// invocation then swaps at once, within the same group commit as its
+    /// record. A flushed batch does not for a run it writes once (see
+    /// [`cas_update`]).
+    pub(super) remember: bool,
 }
 
 /// Folds `batch` (in order) into the run's roll-up; for each delta, how
@@ -382,7 +396,8 @@ async fn write_run(
     batch: Vec<RunDelta>,
 ) -> Result<Vec<u64>, MeterError> {
     let mut keep = Vec::with_capacity(batch.len());
-    cas_update::<RunRollup>(&*kv, last, key, |r| {
+    let remember = batch.iter().any(|d| d.remember);
+    cas_update::<RunRollup>(&*kv, last, key, remember, |r| {
         let mut r = r.unwrap_or_else(|| RunRollup {
             tenant_id: tenant.clone(),
             run_id: run.clone(),
@@ -415,7 +430,7 @@ async fn write_pack(
     pack_version: String,
     batch: Vec<Rollup>,
 ) -> Result<Vec<()>, MeterError> {
-    cas_update::<PackShard>(&*kv, last, key, |p| {
+    cas_update::<PackShard>(&*kv, last, key, true, |p| {
         let mut p = p.unwrap_or_else(|| PackShard {
             pack: pack.clone(),
             pack_version: pack_version.clone(),
@@ -437,10 +452,19 @@ async fn write_pack(
 /// this process has not written is usually new (a run's first
 /// invocation, in `wop serve` every request's run), and when it is not,
 /// the failed swap returns what is stored, as the read would have.
+///
+/// A record this creates is remembered only with `remember_new`. Without
+/// it (a flushed batch's run written once in it), neither the record nor
+/// a copy of its bytes is kept: in `wop serve` nearly every such run is an
+/// anonymous request's, never written again, and the 1,024 kept were
+/// dropped together when the map filled. A run that is written again
+/// takes one failed swap (or read) more, once, and is remembered from
+/// then on.
 async fn cas_update<T: Record>(
     kv: &dyn KvStore,
     last: &LastWritten<T>,
     key: &str,
+    remember_new: bool,
     mut f: impl FnMut(Option<T>) -> T,
 ) -> Result<(), MeterError> {
     let (mut cur, mut known) = match last.take(key) {
@@ -458,12 +482,15 @@ async fn cas_update<T: Record>(
         };
         let next = f(old);
         let bytes = next.encode();
-        match kv
-            .compare_and_swap(key, cur.as_deref(), Some(bytes.clone()))
-            .await?
-        {
+        let (sent, kept) = match cur.is_some() || remember_new {
+            true => (bytes.clone(), Some(bytes)),
+            false => (bytes, None),
+        };
+        match kv.compare_and_swap(key, cur.as_deref(), Some(sent)).await? {
             Ok(()) => {
-                last.put(key, bytes, next);
+                if let Some(bytes) = kept {
+                    last.put(key, bytes, next);
+                }
                 return Ok(());
             }
             Err(actual) => {

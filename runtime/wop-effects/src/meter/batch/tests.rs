@@ -88,6 +88,41 @@ async fn a_flushed_batch_writes_each_rollup_once() {
     }
 }
 
+/// A run a flushed batch writes once is created without being remembered
+/// (in `wop serve` nearly every such run is an anonymous request's, never
+/// written again); when a later batch writes it again, that write starts
+/// from one failed swap instead, the roll-up and records come out the
+/// same as one by one, and from then on the run is remembered. (A run a
+/// batch writes twice, for two packs, is remembered at once, so that its
+/// second write needs no extra swap: `a_flushed_batch_writes_each_rollup_once`
+/// counts them.)
+#[tokio::test]
+async fn a_run_written_once_by_a_batch_is_not_remembered_until_written_again() {
+    let kv = Arc::new(Counting::default());
+    let m = deferred(&kv, 1000);
+    let key = |r: &str| keys::run_rollup("tenant", r);
+    let first = usage("once", "alpha", 1);
+    m.record(&first, &first.node_id).await.unwrap();
+    m.flush().await.unwrap();
+    assert!(!m.rollups.run_last.holds(&key("once")), "created: not kept");
+
+    let again = usage("once", "alpha", 2);
+    m.record(&again, &again.node_id).await.unwrap();
+    let (swaps, _, _) = kv.counts();
+    m.flush().await.unwrap();
+    // The run's failed swap (it was not remembered) and its write; the
+    // pack shard's write (remembered: this process wrote it before).
+    assert_eq!(kv.counts().0 - swaps, 3, "compare-and-swaps");
+    assert!(m.rollups.run_last.holds(&key("once")), "updated: kept");
+    let roll = m.run_rollup("tenant", "once").await.unwrap().unwrap();
+    assert_eq!((roll.invocations(), roll.records_kept), (2, 2));
+    assert_eq!(m.usage(run("once"), None).await.unwrap().len(), 2);
+    assert_eq!(
+        m.rollup(UsageScope::All, None).await.unwrap(),
+        one_by_one(&[first, again])
+    );
+}
+
 /// A run's batch crossing its cap keeps exactly the cap's worth of
 /// records; once this process knows the run is full, a later batch of it
 /// writes no record at all.
