@@ -22,6 +22,7 @@ use super::{Meter, MeterError};
 use crate::keys;
 use futures_util::StreamExt;
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use wop_core::budget::Rollup;
 use wop_core::model::Usage;
 
@@ -45,6 +46,8 @@ struct RunGroup<'a> {
     written: usize,
     /// How many the run's roll-up kept, once it is written.
     kept: Option<usize>,
+    /// The run's group of its next pack in the batch, if any.
+    next_of_run: Option<usize>,
     /// Another group of the batch writes the same run roll-up (the run's
     /// invocations of another pack): this process keeps the roll-up it
     /// writes, so that the other group's write, if it is not grouped
@@ -80,26 +83,55 @@ impl<'a> Sums<'a> {
         };
         let mut runs: Vec<RunGroup<'a>> = Vec::new();
         let mut packs: Vec<PackGroup<'a>> = Vec::new();
-        type RunId<'a> = (&'a str, &'a str, &'a str, &'a str);
-        let mut run_at: HashMap<RunId<'a>, usize> = HashMap::new();
+        // (tenant, run) → the run's first group; its other packs' groups
+        // follow it through `next_of_run` (nearly always none).
+        let mut run_at: HashMap<(&'a str, &'a str), usize> = HashMap::new();
         let mut pack_at: HashMap<(&'a str, &'a str), usize> = HashMap::new();
         for (i, q) in batch.iter().enumerate() {
             let u = &q.usage;
             let (pack, version) = (u.pack.as_str(), u.pack_version.as_str());
-            let id = (u.tenant_id.as_str(), u.run_id.as_str(), pack, version);
-            let r = *run_at.entry(id).or_insert_with(|| {
+            let (tenant, run) = (u.tenant_id.as_str(), u.run_id.as_str());
+            let group = |runs: &mut Vec<RunGroup<'a>>| {
                 runs.push(RunGroup {
                     first: u,
-                    run_key: keys::run_rollup(id.0, id.1),
+                    run_key: keys::run_rollup(tenant, run),
                     delta: zero(),
                     at_ms: 0,
                     members: Vec::new(),
                     written: 0,
                     kept: None,
+                    next_of_run: None,
                     shares_key: false,
                 });
                 runs.len() - 1
-            });
+            };
+            let r = match run_at.entry((tenant, run)) {
+                Entry::Vacant(e) => *e.insert(group(&mut runs)),
+                Entry::Occupied(e) => {
+                    let first = *e.get();
+                    let mut at = first;
+                    loop {
+                        let g = &runs[at];
+                        if g.first.pack == pack && g.first.pack_version == version {
+                            break at;
+                        }
+                        if let Some(next) = g.next_of_run {
+                            at = next;
+                            continue;
+                        }
+                        // The run's first invocation of another pack in
+                        // the batch: all its groups share its roll-up.
+                        let new = group(&mut runs);
+                        runs[at].next_of_run = Some(new);
+                        let mut k = Some(first);
+                        while let Some(n) = k {
+                            runs[n].shares_key = true;
+                            k = runs[n].next_of_run;
+                        }
+                        break new;
+                    }
+                }
+            };
             let g = &mut runs[r];
             g.delta.add(u);
             g.at_ms = g.at_ms.max(q.at_ms);
@@ -112,15 +144,6 @@ impl<'a> Sums<'a> {
                 packs.len() - 1
             });
             packs[p].delta.add(u);
-        }
-        // A run's groups share its roll-up: one per pack of it.
-        let of_run = |g: &RunGroup<'a>| (g.first.tenant_id.as_str(), g.first.run_id.as_str());
-        let mut groups: HashMap<(&'a str, &'a str), usize> = HashMap::with_capacity(runs.len());
-        for g in &runs {
-            *groups.entry(of_run(g)).or_default() += 1;
-        }
-        for g in &mut runs {
-            g.shares_key = groups.get(&of_run(g)).is_some_and(|&n| n > 1);
         }
         Sums { runs, packs }
     }

@@ -218,3 +218,78 @@ async fn a_run_purged_since_it_was_full_keeps_its_records_again() {
         assert_eq!(kept.len(), 2, "{usage_commit:?}: the records it kept");
     }
 }
+
+/// A batch is summed per run and pack in the order it was recorded: each
+/// run's groups, one per pack (and version) of it, hold their members in
+/// order, and only the groups of a run with more than one pack in the
+/// batch share its roll-up.
+#[test]
+fn a_batch_is_grouped_per_run_and_pack_in_order() {
+    let at = |run: &str, pack: &str, i: u64, version: &str| {
+        let mut usage = usage(run, pack, i);
+        usage.pack_version = version.to_owned();
+        Queued {
+            usage,
+            dropped: 0,
+            at_ms: 100 + i,
+        }
+    };
+    let batch = [
+        at("r1", "alpha", 0, "1.0.0"),
+        at("r2", "alpha", 1, "1.0.0"),
+        at("r1", "beta", 2, "1.0.0"),
+        at("r1", "alpha", 3, "1.0.0"),
+        at("r1", "alpha", 4, "2.0.0"),
+        at("r3", "beta", 5, "1.0.0"),
+        at("r1", "beta", 6, "1.0.0"),
+    ];
+    let sums = Sums::of(&batch, "USD");
+    let got: Vec<_> = sums
+        .runs
+        .iter()
+        .map(|g| {
+            let u = g.first;
+            let id = format!("{}/{}@{}", u.run_id, u.pack, u.pack_version);
+            (
+                id,
+                g.members.clone(),
+                g.shares_key,
+                g.at_ms,
+                g.delta.invocations,
+            )
+        })
+        .collect();
+    let want = |id: &str, m: &[usize], shared: bool, at: u64| {
+        (id.to_owned(), m.to_vec(), shared, at, m.len() as u64)
+    };
+    assert_eq!(
+        got,
+        [
+            want("r1/alpha@1.0.0", &[0, 3], true, 103),
+            want("r2/alpha@1.0.0", &[1], false, 101),
+            want("r1/beta@1.0.0", &[2, 6], true, 106),
+            want("r1/alpha@2.0.0", &[4], true, 104),
+            want("r3/beta@1.0.0", &[5], false, 105),
+        ]
+    );
+    assert_eq!(sums.runs[0].run_key, keys::run_rollup("tenant", "r1"));
+    let packs: Vec<_> = sums
+        .packs
+        .iter()
+        .map(|p| {
+            (
+                p.first.pack.as_str(),
+                p.first.pack_version.as_str(),
+                p.delta.invocations,
+            )
+        })
+        .collect();
+    assert_eq!(
+        packs,
+        [
+            ("alpha", "1.0.0", 3),
+            ("beta", "1.0.0", 3),
+            ("alpha", "2.0.0", 1)
+        ]
+    );
+}
