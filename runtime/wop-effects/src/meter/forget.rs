@@ -255,13 +255,9 @@ impl Meter {
             return Ok(());
         };
         // Paged by key, not re-scanned until empty: a store whose removal
-        // lagged could not keep this loop going.
-        let mut doomed = Vec::new();
-        self.for_each_page(&format!("usage/{scope}/"), |page| {
-            doomed.extend(page.into_iter().map(|(k, _)| k));
-            Ok(())
-        })
-        .await?;
+        // lagged could not keep this loop going. Keys only: the records
+        // are old, out of every cache, and nobody reads them now.
+        let doomed = self.keys_under(&format!("usage/{scope}/")).await?;
         for k in doomed {
             self.kv.remove(&k).await?;
         }

@@ -74,6 +74,16 @@ impl Meter {
         Ok(())
     }
 
+    /// Every key under `prefix`, read in pages without their values.
+    pub(super) async fn keys_under(&self, prefix: &str) -> Result<Vec<String>, MeterError> {
+        let mut pages = Pages::new(prefix);
+        let mut out = Vec::new();
+        while let Some(page) = pages.next_keys(self).await? {
+            out.extend(page);
+        }
+        Ok(out)
+    }
+
     /// Compare-and-deletes the pairs under `prefix` that `doomed` picks,
     /// a page at a time: what it holds is one page, whatever the store
     /// holds. Returns how many it deleted (a pair changed meanwhile stays).
@@ -369,10 +379,29 @@ impl Pages {
         let page =
             m.kv.scan_range(&self.start, self.end.as_deref(), Self::PAGE)
                 .await?;
-        self.done = page.len() < Self::PAGE;
-        if let Some((last, _)) = page.last() {
+        self.past(page.len(), page.last().map(|(k, _)| k.as_str()));
+        Ok(Some(page))
+    }
+
+    /// The next page's keys ([`KvStore::scan_range_keys`]).
+    ///
+    /// [`KvStore::scan_range_keys`]: crate::store::KvStore::scan_range_keys
+    async fn next_keys(&mut self, m: &Meter) -> Result<Option<Vec<String>>, MeterError> {
+        if self.done {
+            return Ok(None);
+        }
+        let page =
+            m.kv.scan_range_keys(&self.start, self.end.as_deref(), Self::PAGE)
+                .await?;
+        self.past(page.len(), page.last().map(String::as_str));
+        Ok(Some(page))
+    }
+
+    /// After a page of `len` keys, the last of them `last`.
+    fn past(&mut self, len: usize, last: Option<&str>) {
+        self.done = len < Self::PAGE;
+        if let Some(last) = last {
             self.start = format!("{last}\0");
         }
-        Ok(Some(page))
     }
 }

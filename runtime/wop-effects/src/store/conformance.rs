@@ -64,6 +64,7 @@ pub async fn run_all(store: Arc<dyn KvStore>) {
     scans::scan_prefix_order_isolation_limit(&*store).await;
     scans::scan_range_bounds_and_paging(&*store).await;
     scans::scans_order_keys_sharing_a_long_prefix(&*store).await;
+    scans::scan_range_keys_are_scan_ranges_keys(&*store).await;
     put_then_insert_writes_the_marker_either_way(&*store).await;
     cas_race_single_winner(store.clone(), false).await;
     cas_race_single_winner(store.clone(), true).await;

@@ -145,6 +145,21 @@ pub trait KvStore: Send + Sync {
         limit: usize,
     ) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
 
+    /// The keys of [`scan_range`](Self::scan_range)'s pairs, without
+    /// their values: for a caller that only deletes what it finds (the
+    /// usage bound forgetting a run), so that a store which can does not
+    /// read or copy values nobody looks at. The default scans the pairs
+    /// and drops the values; the in-memory store overrides it.
+    async fn scan_range_keys(
+        &self,
+        start: &str,
+        end: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let pairs = self.scan_range(start, end, limit).await?;
+        Ok(pairs.into_iter().map(|(k, _)| k).collect())
+    }
+
     /// Compare-and-deletes each `(key, expected)` pair: a key is deleted
     /// only if it still holds `expected` (as `compare_and_swap(key,
     /// Some(expected), None)`). Returns the keys deleted, in no particular

@@ -241,6 +241,27 @@ impl KvStore for MemoryStore {
             .collect())
     }
 
+    async fn scan_range_keys(
+        &self,
+        start: &str,
+        end: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let upper = match end {
+            Some(e) if e <= start => return Ok(Vec::new()),
+            Some(e) => std::ops::Bound::Excluded(Key::new(e)),
+            None => std::ops::Bound::Unbounded,
+        };
+        let from = std::ops::Bound::Included(Key::new(start));
+        let inner = self.lock();
+        Ok(inner
+            .map
+            .range((from, upper))
+            .take(limit)
+            .map(|(k, _)| k.as_str().to_owned())
+            .collect())
+    }
+
     fn failed_swap_reads_free(&self) -> bool {
         true
     }

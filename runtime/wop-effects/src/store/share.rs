@@ -379,6 +379,15 @@ impl KvStore for TenantShare {
         self.inner.scan_range(start, end, limit).await
     }
 
+    async fn scan_range_keys(
+        &self,
+        start: &str,
+        end: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.inner.scan_range_keys(start, end, limit).await
+    }
+
     async fn remove_unchanged(
         &self,
         pairs: Vec<(String, Vec<u8>)>,

@@ -168,6 +168,18 @@ impl<T: Tap> KvStore for Tapped<T> {
         Ok(v)
     }
 
+    async fn scan_range_keys(
+        &self,
+        start: &str,
+        end: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.ask(Op::ScanRange { start, end }).await?;
+        let v = self.inner.scan_range_keys(start, end, limit).await?;
+        self.tap.read(v.iter().map(String::len).sum());
+        Ok(v)
+    }
+
     // `remove_unchanged` keeps the trait's default: one tapped swap per
     // pair, so a tap sees each delete.
 

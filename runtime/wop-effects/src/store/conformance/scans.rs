@@ -183,3 +183,30 @@ pub(super) async fn scans_order_keys_sharing_a_long_prefix(store: &dyn KvStore) 
     }
     assert_eq!(seen, all);
 }
+
+/// `scan_range_keys` answers exactly the keys of `scan_range`, in order,
+/// for every bound and limit the other checks use (run after them: it
+/// reads what they left).
+pub(super) async fn scan_range_keys_are_scan_ranges_keys(store: &dyn KvStore) {
+    let long = format!("conf/long/{}/a", "p".repeat(60));
+    let cases: [(&str, Option<&str>, usize); 9] = [
+        ("conf/range/03", Some("conf/range/06"), usize::MAX),
+        ("conf/range/06", Some("conf/range/06"), 10),
+        ("conf/range/09", Some("conf/range/02"), 10),
+        ("conf/range/", None, 0),
+        ("conf/range/24", None, 2),
+        ("conf/range/", Some("conf/range0"), 7),
+        ("conf/", None, usize::MAX),
+        ("conf/", Some("conf0"), 3),
+        (&long, None, 5),
+    ];
+    let mut some = 0;
+    for (start, end, limit) in cases {
+        let pairs = store.scan_range(start, end, limit).await.unwrap();
+        let want: Vec<String> = pairs.into_iter().map(|(k, _)| k).collect();
+        let got = store.scan_range_keys(start, end, limit).await.unwrap();
+        assert_eq!(got, want, "scan_range_keys({start:?}, {end:?}, {limit})");
+        some += usize::from(!got.is_empty());
+    }
+    assert_eq!(some, 6, "the cases that found keys");
+}
