@@ -189,6 +189,15 @@ async fn get_put_remove(store: &dyn KvStore) {
     store.put("conf/gpr/ключ/😀", bin.clone()).await.unwrap();
     assert_eq!(store.get("conf/gpr/ключ/😀").await.unwrap(), Some(bin));
     store.remove("conf/gpr/ключ/😀").await.unwrap();
+    // `remove_returning` answers what it deleted, once.
+    store.put(k, b"3".to_vec()).await.unwrap();
+    assert_eq!(
+        store.remove_returning(k).await.unwrap(),
+        Some(b"3".to_vec())
+    );
+    assert_eq!(store.get(k).await.unwrap(), None);
+    assert_eq!(store.remove_returning(k).await.unwrap(), None);
+    assert!(store.scan_prefix(k, 10).await.unwrap().is_empty());
 }
 
 async fn put_then_insert_writes_the_marker_either_way(store: &dyn KvStore) {

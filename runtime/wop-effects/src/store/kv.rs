@@ -127,6 +127,16 @@ pub trait KvStore: Send + Sync {
     /// Durable delete (deleting an absent key succeeds).
     async fn remove(&self, key: &str) -> Result<(), StoreError>;
 
+    /// [`remove`](Self::remove), answering the value it deleted (`None`:
+    /// the key was absent), for a caller that accounts for what a key
+    /// held (a tenant's share). The default reads, then deletes; the
+    /// in-memory store does both in one step, without copying the value.
+    async fn remove_returning(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let old = self.get(key).await?;
+        self.remove(key).await?;
+        Ok(old)
+    }
+
     /// All `(key, value)` pairs whose key starts with `prefix`, in key
     /// (byte) order, at most `limit` of them.
     async fn scan_prefix(

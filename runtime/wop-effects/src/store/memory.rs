@@ -171,10 +171,29 @@ enum Check<'a> {
 }
 
 impl Inner {
-    fn remove(&mut self, key: &str) {
-        if let Some(old) = self.map.remove(&Key::new(key)) {
-            self.bytes -= entry_bytes(key, &old);
-        }
+    /// The pairs with `start <= key < end` (`end = None`: no upper
+    /// bound), in key order; none when `end <= start`.
+    fn range<'a>(
+        &'a self,
+        start: &str,
+        end: Option<&str>,
+    ) -> impl Iterator<Item = (&'a Key, &'a Vec<u8>)> + 'a {
+        use std::ops::Bound;
+        let upper = match end {
+            Some(e) if e <= start => None,
+            Some(e) => Some(Bound::Excluded(Key::new(e))),
+            None => Some(Bound::Unbounded),
+        };
+        upper
+            .map(|upper| self.map.range((Bound::Included(Key::new(start)), upper)))
+            .into_iter()
+            .flatten()
+    }
+
+    fn remove(&mut self, key: &str) -> Option<Vec<u8>> {
+        let old = self.map.remove(&Key::new(key))?;
+        self.bytes -= entry_bytes(key, &old);
+        Some(old)
     }
 }
 
@@ -203,6 +222,10 @@ impl KvStore for MemoryStore {
         Ok(())
     }
 
+    async fn remove_returning(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.lock().remove(key))
+    }
+
     async fn scan_prefix(
         &self,
         prefix: &str,
@@ -226,16 +249,9 @@ impl KvStore for MemoryStore {
         end: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        let upper = match end {
-            Some(e) if e <= start => return Ok(Vec::new()),
-            Some(e) => std::ops::Bound::Excluded(Key::new(e)),
-            None => std::ops::Bound::Unbounded,
-        };
-        let from = std::ops::Bound::Included(Key::new(start));
         let inner = self.lock();
         Ok(inner
-            .map
-            .range((from, upper))
+            .range(start, end)
             .take(limit)
             .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
             .collect())
@@ -247,16 +263,9 @@ impl KvStore for MemoryStore {
         end: Option<&str>,
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
-        let upper = match end {
-            Some(e) if e <= start => return Ok(Vec::new()),
-            Some(e) => std::ops::Bound::Excluded(Key::new(e)),
-            None => std::ops::Bound::Unbounded,
-        };
-        let from = std::ops::Bound::Included(Key::new(start));
         let inner = self.lock();
         Ok(inner
-            .map
-            .range((from, upper))
+            .range(start, end)
             .take(limit)
             .map(|(k, _)| k.as_str().to_owned())
             .collect())

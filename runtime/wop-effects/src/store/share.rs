@@ -352,14 +352,18 @@ impl KvStore for TenantShare {
         if !is_counted(key) {
             return self.inner.remove(key).await;
         }
-        let old = self.inner.get(key).await?;
-        self.inner.remove(key).await?;
-        if let Some(old) = old
-            && let Some(t) = tenant_of(key, &old)
+        self.remove_returning(key).await.map(drop)
+    }
+
+    async fn remove_returning(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let old = self.inner.remove_returning(key).await?;
+        if let Some(old) = &old
+            && is_counted(key)
+            && let Some(t) = tenant_of(key, old)
         {
-            self.release(&t, size(key, &old));
+            self.release(&t, size(key, old));
         }
-        Ok(())
+        Ok(old)
     }
 
     async fn scan_prefix(

@@ -145,6 +145,15 @@ impl<T: Tap> KvStore for Tapped<T> {
         self.inner.remove(key).await
     }
 
+    async fn remove_returning(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        if !self.ask(Op::Remove { key }).await? {
+            return Ok(None);
+        }
+        let old = self.inner.remove_returning(key).await?;
+        self.tap.read(old.as_ref().map_or(0, Vec::len));
+        Ok(old)
+    }
+
     async fn scan_prefix(
         &self,
         prefix: &str,
