@@ -88,6 +88,22 @@ impl KvStore for Plain {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect())
     }
+    async fn scan_range_keys(
+        &self,
+        start: &str,
+        end: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let upper = end.map_or(Bound::Unbounded, Bound::Excluded);
+        Ok(self
+            .0
+            .lock()
+            .unwrap()
+            .range::<str, _>((Bound::Included(start), upper))
+            .take(limit)
+            .map(|(k, _)| k.clone())
+            .collect())
+    }
     fn backend(&self) -> &'static str {
         "plain"
     }
@@ -140,15 +156,16 @@ async fn one_run(
     assert!(swapped.is_ok());
     store.put(&k.record, record.to_vec()).await.unwrap();
     if let Some(o) = old {
+        // Keys only, as the usage bound forgets a run.
         let page = store
-            .scan_range(&o.usage_prefix, Some(&o.usage_end), 1000)
+            .scan_range_keys(&o.usage_prefix, Some(&o.usage_end), 1000)
             .await
             .unwrap();
         assert_eq!(page.len(), 1);
-        let next = format!("{}\0", page[0].0);
-        let rest = store.scan_range(&next, Some(&o.usage_end), 1000).await;
+        let next = format!("{}\0", page[0]);
+        let rest = store.scan_range_keys(&next, Some(&o.usage_end), 1000).await;
         assert!(rest.unwrap().is_empty());
-        store.remove(&page[0].0).await.unwrap();
+        store.remove(&page[0]).await.unwrap();
         store.remove(&o.rollup).await.unwrap();
     }
     t.elapsed()

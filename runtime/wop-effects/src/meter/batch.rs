@@ -84,7 +84,9 @@ impl<'a> Sums<'a> {
         let mut runs: Vec<RunGroup<'a>> = Vec::new();
         let mut packs: Vec<PackGroup<'a>> = Vec::new();
         // (tenant, run) → the run's first group; its other packs' groups
-        // follow it through `next_of_run` (nearly always none).
+        // follow it through `next_of_run` (nearly always none, and at
+        // most one per installed pack version: a caller chooses its runs,
+        // not the packs).
         let mut run_at: HashMap<(&'a str, &'a str), usize> = HashMap::new();
         let mut pack_at: HashMap<(&'a str, &'a str), usize> = HashMap::new();
         for (i, q) in batch.iter().enumerate() {
