@@ -30,6 +30,26 @@ use wop_runtime::store::{CasResult, KvStore, MemoryStore, StoreError};
 #[derive(Default)]
 struct Plain(Mutex<BTreeMap<String, Vec<u8>>>);
 
+impl Plain {
+    /// `f` of each entry in `[start, end)`, at most `limit`.
+    fn range<T>(
+        &self,
+        start: &str,
+        end: Option<&str>,
+        limit: usize,
+        f: impl Fn(&String, &Vec<u8>) -> T,
+    ) -> Vec<T> {
+        let upper = end.map_or(Bound::Unbounded, Bound::Excluded);
+        self.0
+            .lock()
+            .unwrap()
+            .range::<str, _>((Bound::Included(start), upper))
+            .take(limit)
+            .map(|(k, v)| f(k, v))
+            .collect()
+    }
+}
+
 #[async_trait::async_trait]
 impl KvStore for Plain {
     async fn compare_and_swap(
@@ -78,15 +98,7 @@ impl KvStore for Plain {
         end: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        let upper = end.map_or(Bound::Unbounded, Bound::Excluded);
-        Ok(self
-            .0
-            .lock()
-            .unwrap()
-            .range::<str, _>((Bound::Included(start), upper))
-            .take(limit)
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect())
+        Ok(self.range(start, end, limit, |k, v| (k.clone(), v.clone())))
     }
     async fn scan_range_keys(
         &self,
@@ -94,15 +106,7 @@ impl KvStore for Plain {
         end: Option<&str>,
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
-        let upper = end.map_or(Bound::Unbounded, Bound::Excluded);
-        Ok(self
-            .0
-            .lock()
-            .unwrap()
-            .range::<str, _>((Bound::Included(start), upper))
-            .take(limit)
-            .map(|(k, _)| k.clone())
-            .collect())
+        Ok(self.range(start, end, limit, |k, _| k.clone()))
     }
     fn backend(&self) -> &'static str {
         "plain"
