@@ -59,7 +59,7 @@ hz=$(getconf CLK_TCK)
 one() {
     local t0 t1 s0 s1 out n p50
     t0=$(ticks); s0=$(switches)
-    out=$("${pin[@]}" wrk -t1 -c"$4" -d"${secs}s" --latency -s "$3" "$base$2")
+    out=$("${cpin[@]}" wrk -t1 -c"$4" -d"${secs}s" --latency -s "$3" "$base$2")
     t1=$(ticks); s1=$(switches)
     n=$(awk '/requests in/ {print $1}' <<<"$out")
     p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
@@ -67,7 +67,7 @@ one() {
         "$1" "$4" $((n / secs)) "$p50" $(((t1 - t0) * 1000000 / hz / n)) \
         "$(awk -v n="$n" '{split($0, b, " ")} NR == 1 {v = $1; i = $2} NR == 2 {printf "%.2f/request (%.2f involuntary)", ($1 - v + $2 - i) / n, ($2 - i) / n}' <<<"$s0"$'\n'"$s1")"
 }
-"${pin[@]}" wrk -t1 -c8 -d1s -s "$tmp/post.lua" "$base/host/wop/invocations" > /dev/null   # warm-up
+"${cpin[@]}" wrk -t1 -c8 -d1s -s "$tmp/post.lua" "$base/host/wop/invocations" > /dev/null   # warm-up
 for _ in $(seq "$rounds"); do
     for c in 1 8; do
         one healthz /healthz "$tmp/get.lua" "$c"

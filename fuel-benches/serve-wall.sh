@@ -61,8 +61,8 @@ for _ in $(seq "$rounds"); do
         base=$(grep -o "http://[0-9.:]*" "$tmp/out" | sed -n 1p)
         [[ -n "$base" ]] || { echo "serve-wall.sh: $bin did not start:" >&2; cat "$tmp/err" >&2; exit 1; }
         url="$base/host/wop/invocations"
-        "${pin[@]}" wrk -t1 -c8 -d1s -s "$tmp/post.lua" "$url" > /dev/null   # warm-up
-        one=$("${pin[@]}" wrk -t1 -c1 -d"${secs}s" --latency -s "$tmp/wall.lua" "$url")
+        "${cpin[@]}" wrk -t1 -c8 -d1s -s "$tmp/post.lua" "$url" > /dev/null   # warm-up
+        one=$("${cpin[@]}" wrk -t1 -c1 -d"${secs}s" --latency -s "$tmp/wall.lua" "$url")
         perf_pid=""
         if [[ -n "${PERF_DATA:-}" ]]; then
             command -v perf >/dev/null || { echo "PERF_DATA needs perf (Debian: apt-get install linux-perf)" >&2; exit 2; }
@@ -70,7 +70,7 @@ for _ in $(seq "$rounds"); do
             perf_pid=$!
         fi
         t0=$(ticks)
-        eight=$("${pin[@]}" wrk -t1 -c8 -d"${secs}s" -s "$tmp/post.lua" "$url")
+        eight=$("${cpin[@]}" wrk -t1 -c8 -d"${secs}s" -s "$tmp/post.lua" "$url")
         t1=$(ticks)
         [[ -z "$perf_pid" ]] || wait "$perf_pid" 2>/dev/null || true
         n=$(awk '/requests in/ {print $1}' <<<"$eight")

@@ -31,8 +31,10 @@
 //! - `allocator`: the binaries' global allocator and its purge; uses
 //!   nothing.
 //! - `wire`: RFC 3339 times and run ids in paths; uses nothing.
-//! - `detach`, `io`, `sse`: an invocation the caller cannot cancel, the
-//!   connection write timeout, one caller's event stream; use nothing.
+//! - `detach`, `io`, `sse`, `inline_wake`: an invocation the caller
+//!   cannot cancel, the connection write timeout, one caller's event
+//!   stream, a connection's own wake-ups polled in place (decision 0060);
+//!   use nothing.
 //! - `observe/`: what operators see of finished invocations (`metrics`:
 //!   `/metrics`; `recent`: the console's ring and cost series), fed by one
 //!   `Observers::observe`; uses nothing.
@@ -59,7 +61,7 @@
 //! - `router`: every route behind the guard; uses invocations, mcp,
 //!   routes, console, guard, api, state.
 //! - `server`, `cli`: start-up, the accept loop, the drain, the command
-//!   line; use router and the rooms they start.
+//!   line; use router, inline_wake and the rooms they start.
 
 pub mod allocator;
 mod api;
@@ -71,6 +73,7 @@ mod guard;
 mod idem;
 mod idle;
 mod ids;
+mod inline_wake;
 mod invocations;
 mod invoke;
 mod io;

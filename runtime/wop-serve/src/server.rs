@@ -1,6 +1,7 @@
 //! Start-up (runtime, store, packs), the accept loop and graceful drain.
 
 use crate::config::{ServeConfig, valid_tenant};
+use crate::inline_wake::InlineWake;
 use crate::state::{NodeInfo, Shared};
 pub use crate::store_choice::StoreChoice;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -499,12 +500,12 @@ impl Server {
                             svc,
                         );
                     let watched = graceful.watch(conn);
-                    tokio::spawn(async move {
+                    tokio::spawn(InlineWake::new(async move {
                         let _conn_permit = conn_permit;
                         if let Err(e) = watched.await {
                             tracing::debug!(error = %e, "connection ended with an error");
                         }
-                    });
+                    }));
                 }
                 () = &mut shutdown => break,
             }
