@@ -36,6 +36,7 @@ mod capability_doc;
 mod component;
 mod engine;
 mod env;
+pub mod in_place;
 mod kind;
 mod registry;
 mod runtime;

@@ -1,7 +1,6 @@
 //! Start-up (runtime, store, packs), the accept loop and graceful drain.
 
 use crate::config::{ServeConfig, valid_tenant};
-use crate::inline_wake::InlineWake;
 use crate::state::{NodeInfo, Shared};
 pub use crate::store_choice::StoreChoice;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -500,7 +499,7 @@ impl Server {
                             svc,
                         );
                     let watched = graceful.watch(conn);
-                    tokio::spawn(InlineWake::new(async move {
+                    tokio::spawn(crate::inline_wake::connection(async move {
                         let _conn_permit = conn_permit;
                         if let Err(e) = watched.await {
                             tracing::debug!(error = %e, "connection ended with an error");
